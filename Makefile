@@ -1,0 +1,74 @@
+# moraine — developer entry points. Every target installs what it needs first
+# (scripts/install-deps.sh is idempotent), so each works on a fresh machine.
+#
+#   make serve      start moraine on ./moraine-data, listening on 127.0.0.1:5433
+#   make test       everything CI runs: unit tests, end-to-end tests,
+#                   the unit tests again under ASan+UBSan, and a short fuzz run
+#   make test-unit  C unit tests (ctest)      make test-e2e  pytest suite
+#   make sanitize   unit tests under ASan+UBSan   make valgrind  under valgrind
+#   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 30)
+#   make bench      benchmarks (prints the tables recorded in BENCHMARK.md)
+#   make format / make lint
+
+SHELL := /bin/bash
+GENERATOR := $(shell command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")
+JOBS ?= 2
+FUZZ_SECONDS ?= 30
+PY := .venv/bin/python
+MORAINE := build/src/cli/moraine
+ARGS ?=
+
+.PHONY: all deps build serve test test-unit test-e2e sanitize valgrind fuzz bench format lint clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B build -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build -j$(JOBS)
+
+serve: build
+	$(MORAINE) serve $(ARGS)
+
+test: test-unit test-e2e sanitize fuzz
+
+test-unit: build
+	cd build && ctest --output-on-failure -j$(JOBS)
+
+test-e2e: build
+	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) -m pytest -q tests/e2e
+
+sanitize: deps
+	cmake -S . -B build-asan -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Debug -DMORAINE_SANITIZE=ON >/dev/null
+	cmake --build build-asan -j$(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS)
+
+valgrind: build
+	cd build && ctest --output-on-failure -T memcheck \
+	  --overwrite MemoryCheckCommandOptions="--leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite"
+
+fuzz: deps
+	CC=clang cmake -S . -B build-fuzz -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Debug -DMORAINE_FUZZ=ON >/dev/null
+	cmake --build build-fuzz -j$(JOBS)
+	@for f in build-fuzz/tests/fuzz/fuzz_*; do \
+	  [ -x "$$f" ] || continue; \
+	  echo "fuzz: $$f for $(FUZZ_SECONDS)s"; \
+	  mkdir -p build-fuzz/corpus/$$(basename $$f); \
+	  set -o pipefail; "$$f" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus/$$(basename $$f) 2>&1 | tail -n 3 || exit 1; \
+	done
+
+bench: build
+	$(PY) bench/run.py
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+lint: build
+	cppcheck --enable=warning,performance,portability --error-exitcode=1 --quiet \
+	  --suppress=missingIncludeSystem -I src -I build/generated $$(git ls-files 'src/*.c')
+
+clean:
+	rm -rf build build-asan build-fuzz

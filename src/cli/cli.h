@@ -1,0 +1,10 @@
+/*
+ * cli.h — the subcommands of the moraine binary. Each takes the argument
+ * vector starting at its own name and returns the process exit code.
+ */
+#ifndef MR_CLI_H
+#define MR_CLI_H
+
+int cli_serve(int argc, char **argv);
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * main.c — the moraine command line: argument parsing and dispatch only.
+ *
+ * Contract (scripts and tests rely on it): logs go to stderr; a failure
+ * exits non-zero after one line "moraine: <reason>"; --help and --version
+ * print to stdout and exit 0.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "mr_version.h"
+
+static const char usage[] =
+    "usage: moraine <command> [options]\n"
+    "\n"
+    "A DuckLake catalog stored in SlateDB, served over the PostgreSQL protocol.\n"
+    "\n"
+    "commands:\n"
+    "  serve [--store URL] [--listen HOST:PORT] [--password-file FILE]\n"
+    "        serve the catalog to DuckDB + DuckLake clients\n"
+    "        (defaults: --store file://./moraine-data --listen 127.0.0.1:5433)\n"
+    "\n"
+    "options:\n"
+    "  -h, --help      show this help and exit\n"
+    "  -V, --version   show the version and exit\n"
+    "\n"
+    "Store URLs: file://FOLDER, memory://, s3://BUCKET/PREFIX (AWS_* variables).\n";
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(usage, stderr);
+    fprintf(stderr, "moraine: no command given\n");
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+    fputs(usage, stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+    printf("moraine %s\n", MORAINE_VERSION);
+    return 0;
+  }
+  if (strcmp(cmd, "serve") == 0)
+    return cli_serve(argc - 1, argv + 1);
+  fprintf(stderr, "moraine: unknown command '%s' (see moraine --help)\n", cmd);
+  return 2;
+}
