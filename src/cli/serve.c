@@ -1,19 +1,59 @@
 /*
- * serve.c — `moraine serve`: parses the serve options and runs the server.
+ * serve.c — `moraine serve`: parses the serve options, opens the SQL engine
+ * and runs the PostgreSQL-protocol server until SIGTERM / SIGINT.
  *
- * The pgwire server is not built yet (issue: moraine serve); until it lands
- * this command validates its options and says so, exiting non-zero.
+ * Contract: when ready it prints exactly one line
+ *   moraine: serving <store> on <host:port>
+ * to stderr (flushed); a failure to start exits 1 with one line
+ * "moraine: <reason>". For now the catalog lives only in the embedded DuckDB
+ * (in memory); --store is accepted and reported (the store is wired in by
+ * the catalog layer through sql.h's commit hooks and pre-load API).
  */
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "mr_version.h"
+#include "pgwire/pg_auth.h"
+#include "pgwire/pg_server.h"
+#include "sql/sql.h"
 
 static const char serve_usage[] =
     "usage: moraine serve [--store URL] [--listen HOST:PORT] [--password-file FILE]\n"
     "  --store URL           catalog store (default file://./moraine-data)\n"
-    "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433)\n"
-    "  --password-file FILE  require SCRAM-SHA-256 with the password in FILE\n";
+    "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
+    "  --password-file FILE  require SCRAM-SHA-256 with the password in FILE (first line;\n"
+    "                        any user name is accepted)\n";
+
+static pg_server *volatile running_server;
+
+static void on_signal(int sig) {
+  (void)sig;
+  pg_server *s = running_server;
+  if (s)
+    pg_server_stop(s);
+}
+
+/* Splits "host:port", "[v6]:port" into its parts. */
+static int split_listen(const char *in, char *host, size_t hcap, char *port, size_t pcap) {
+  const char *colon = strrchr(in, ':');
+  if (colon == NULL || colon[1] == '\0')
+    return -1;
+  const char *h = in;
+  size_t hlen = (size_t)(colon - in);
+  if (hlen >= 2 && in[0] == '[' && in[hlen - 1] == ']') {
+    h++;
+    hlen -= 2;
+  }
+  if (hlen == 0 || hlen >= hcap || strlen(colon + 1) >= pcap)
+    return -1;
+  memcpy(host, h, hlen);
+  host[hlen] = '\0';
+  snprintf(port, pcap, "%s", colon + 1);
+  return 0;
+}
 
 int cli_serve(int argc, char **argv) {
   const char *store = "file://./moraine-data";
@@ -39,8 +79,67 @@ int cli_serve(int argc, char **argv) {
     }
     *slot = argv[++i];
   }
-  (void)password_file;
-  fprintf(stderr, "moraine: serve: the server is not built yet (store %s, listen %s)\n", store,
-          listen_addr);
-  return 1;
+  char host[256], port[32];
+  if (split_listen(listen_addr, host, sizeof host, port, sizeof port) != 0) {
+    fprintf(stderr, "moraine: serve: --listen wants HOST:PORT, got '%s'\n", listen_addr);
+    return 2;
+  }
+  char password[256];
+  mr_error err;
+  if (password_file && pg_password_file_read(password_file, password, sizeof password, &err)) {
+    fprintf(stderr, "moraine: %s\n", err.msg);
+    return 1;
+  }
+  if (password_file == NULL && !pg_host_is_loopback(host)) {
+    fprintf(stderr, "moraine: refusing to listen on non-loopback address %s without --password-file\n",
+            host);
+    return 1;
+  }
+
+  sql_engine *engine;
+  sql_error serr;
+  sql_engine_options opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")"};
+  if (sql_engine_open(&opts, &engine, &serr) != MR_OK) {
+    fprintf(stderr, "moraine: cannot start the SQL engine: %s\n", serr.base.msg);
+    return 1;
+  }
+  pg_server_config cfg = {host, port, password_file ? password : NULL, PG_DEFAULT_MAX_CONNECTIONS,
+                          PG_DEFAULT_MAX_MESSAGE};
+  /* test knob (not a documented option): a small connection limit */
+  const char *max_conn = getenv("MORAINE_MAX_CONNECTIONS");
+  if (max_conn && atoi(max_conn) > 0)
+    cfg.max_connections = atoi(max_conn);
+  pg_server *server;
+  if (pg_server_start(&cfg, engine, &server, &err) != MR_OK) {
+    fprintf(stderr, "moraine: %s\n", err.msg);
+    sql_engine_close(engine);
+    return 1;
+  }
+  memset(password, 0, sizeof password);
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  running_server = server;
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  fprintf(stderr, "moraine: note: store %s is not wired in yet; the catalog lives in memory "
+                  "in the embedded DuckDB and is lost at exit\n",
+          store);
+  fprintf(stderr, "moraine: serving %s on %s\n", store, pg_server_address(server));
+  fflush(stderr);
+
+  mr_status rc = pg_server_run(server, &err);
+  running_server = NULL;
+  pg_server_free(server);
+  sql_engine_close(engine);
+  if (rc != MR_OK) {
+    fprintf(stderr, "moraine: %s\n", err.msg);
+    return 1;
+  }
+  fprintf(stderr, "moraine: stopped\n");
+  return 0;
 }

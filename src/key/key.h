@@ -57,18 +57,20 @@ typedef enum mr_subspace {
  *
  * kind_ordinal is the kind byte's ordinal within its subspace, or -1 where
  * the subspace has no kind level (snapshot, schema_version, changelog,
- * delete_target: the components follow the subspace byte directly).
+ * name, delete_target: the components follow the subspace byte directly).
+ * text is the kind's name within its subspace; a key's printed path is
+ * "<subspace>/<text>", or just "<subspace>" where there is no kind byte.
  * c0..c2 name the u64 components (NULL past ncomp). The name kind's layout
  * is (name_kind enum byte, parent_id, exact_name, entity_id): its name_kind
  * is stored in c0, parent_id in c1, entity_id in c2, and the string beside.
  * The index subspace is reserved (RFC 0016): it has no kinds yet.
  */
 #define MR_KEY_KIND_TABLE(X)                                                   \
-  X(SYS_FORMAT, SYSTEM, 0, "sys/format", 0, NULL, NULL, NULL, 0)               \
-  X(SYS_HEAD, SYSTEM, 1, "sys/head", 0, NULL, NULL, NULL, 0)                   \
-  X(SYS_MIGRATION, SYSTEM, 2, "sys/migration", 0, NULL, NULL, NULL, 0)         \
-  X(SYS_MAINTENANCE, SYSTEM, 3, "sys/maintenance_status", 0, NULL, NULL, NULL, 0) \
-  X(SNAPSHOT, SNAPSHOT, -1, "snapshot", 1, "snapshot_id", NULL, NULL, 0)        \
+  X(SYS_FORMAT, SYSTEM, 0, "format", 0, NULL, NULL, NULL, 0)                   \
+  X(SYS_HEAD, SYSTEM, 1, "head", 0, NULL, NULL, NULL, 0)                       \
+  X(SYS_MIGRATION, SYSTEM, 2, "migration", 0, NULL, NULL, NULL, 0)             \
+  X(SYS_MAINTENANCE, SYSTEM, 3, "maintenance_status", 0, NULL, NULL, NULL, 0)  \
+  X(SNAPSHOT, SNAPSHOT, -1, "snapshot", 1, "snapshot_id", NULL, NULL, 0)       \
   X(SCHEMA, CURRENT, 0, "schema", 1, "schema_id", NULL, NULL, MR_KF_VERSIONED) \
   X(TABLE, CURRENT, 1, "table", 1, "table_id", NULL, NULL,                     \
     MR_KF_VERSIONED | MR_KF_TABLE_SCOPED)                                      \
@@ -88,23 +90,24 @@ typedef enum mr_subspace {
     MR_KF_TABLE_SCOPED)                                                        \
   X(FSTAT, CURRENT, 10, "fstat", 3, "table_id", "data_file_id", "column_id",   \
     MR_KF_TABLE_SCOPED)                                                        \
-  X(TSTAT, CURRENT, 11, "tstat", 1, "table_id", NULL, NULL, MR_KF_TABLE_SCOPED) \
+  X(TSTAT, CURRENT, 11, "tstat", 1, "table_id", NULL, NULL,                    \
+    MR_KF_TABLE_SCOPED)                                                        \
   X(TCSTAT, CURRENT, 12, "tcstat", 2, "table_id", "column_id", NULL,           \
     MR_KF_TABLE_SCOPED)                                                        \
   X(TAG, CURRENT, 13, "tag", 1, "object_id", NULL, NULL, 0)                    \
   X(OPTION, CURRENT, 14, "option", 2, "scope_kind", "scope_id", NULL, 0)       \
   X(GCFILE, CURRENT, 15, "gcfile", 1, "data_file_id", NULL, NULL, 0)           \
-  X(INLINE_TABLE, INLINE, 0, "inline/data_table", 2, "table_id",               \
-    "schema_version", NULL, MR_KF_TABLE_SCOPED)                                \
-  X(INLINE_ROW, INLINE, 1, "inline/data_row", 3, "table_id", "schema_version", \
-    "row_id", MR_KF_TABLE_SCOPED)                                              \
-  X(INLINE_DELETE_TABLE, INLINE, 2, "inline/delete_table", 1, "table_id", NULL, \
+  X(INLINE_TABLE, INLINE, 0, "data_table", 2, "table_id", "schema_version",    \
     NULL, MR_KF_TABLE_SCOPED)                                                  \
-  X(INLINE_DELETE_ROW, INLINE, 3, "inline/delete_row", 3, "table_id",          \
-    "file_id", "row_id", MR_KF_TABLE_SCOPED)                                   \
+  X(INLINE_ROW, INLINE, 1, "data_row", 3, "table_id", "schema_version",        \
+    "row_id", MR_KF_TABLE_SCOPED)                                              \
+  X(INLINE_DELETE_TABLE, INLINE, 2, "delete_table", 1, "table_id", NULL, NULL, \
+    MR_KF_TABLE_SCOPED)                                                        \
+  X(INLINE_DELETE_ROW, INLINE, 3, "delete_row", 3, "table_id", "file_id",      \
+    "row_id", MR_KF_TABLE_SCOPED)                                              \
   X(SCHEMA_VERSION, SCHEMA_VERSION, -1, "schema_version", 2, "table_id",       \
     "begin_snapshot", NULL, MR_KF_TABLE_SCOPED)                                \
-  X(CHANGELOG, CHANGELOG, -1, "changelog", 1, "snapshot_id", NULL, NULL, 0)     \
+  X(CHANGELOG, CHANGELOG, -1, "changelog", 1, "snapshot_id", NULL, NULL, 0)    \
   X(NAME, NAME, -1, "name", 3, "name_kind", "parent_id", "entity_id",          \
     MR_KF_HAS_NAME)                                                            \
   X(DELETE_TARGET, DELETE_TARGET, -1, "delete_target", 3, "table_id",          \
@@ -117,15 +120,33 @@ typedef enum mr_key_kind {
       MR_KK_COUNT
 } mr_key_kind;
 
-/* Name-directory kinds (the enum byte after the name subspace byte). */
-typedef enum mr_name_kind { MR_NAME_SCHEMA = 0, MR_NAME_TABLE = 1, MR_NAME_KIND_COUNT } mr_name_kind;
+/*
+ * X(id, ordinal, text): name-directory kinds, the enum byte after the name
+ * subspace byte (ordinal + 2). Schemas use parent_id 0, tables their schema.
+ */
+#define MR_NAME_KIND_TABLE(X)                                                  \
+  X(SCHEMA, 0, "schema")                                                       \
+  X(TABLE, 1, "table")
+
+typedef enum mr_name_kind {
+#define MR_NAME_KIND_ENUM(id, ord, text) MR_NAME_##id = ord,
+  MR_NAME_KIND_TABLE(MR_NAME_KIND_ENUM)
+#undef MR_NAME_KIND_ENUM
+      MR_NAME_KIND_COUNT
+} mr_name_kind;
 
 /* current/option scope_kind values (a u64 component). */
-typedef enum mr_option_scope { MR_SCOPE_GLOBAL = 0, MR_SCOPE_SCHEMA = 1, MR_SCOPE_TABLE = 2 } mr_option_scope;
+typedef enum mr_option_scope {
+  MR_SCOPE_GLOBAL = 0,
+  MR_SCOPE_SCHEMA = 1,
+  MR_SCOPE_TABLE = 2
+} mr_option_scope;
 
-#define MR_KEY_MAX_COMP 4 /* 3 declared + end_snapshot of a history key */
+#define MR_KEY_MAX_COMP 4    /* 3 declared + end_snapshot of a history key */
 #define MR_KEY_MAX_NAME 1024 /* longest exact_name accepted, in bytes */
 #define MR_KEY_MAX_BYTES (2 + 8 * MR_KEY_MAX_COMP + 2 * MR_KEY_MAX_NAME + 1)
+/* Room for any key's mr_key_format text, NUL included (\xNN per name byte). */
+#define MR_KEY_TEXT_MAX (4 * MR_KEY_MAX_NAME + 320)
 
 /*
  * A decoded key. `history` is true only for versioned kinds in the history
@@ -153,9 +174,11 @@ typedef struct mr_key_kind_info {
   unsigned flags;
 } mr_key_kind_info;
 
-const mr_key_kind_info *mr_key_kind_get(mr_key_kind kind); /* NULL if out of range */
-const char *mr_subspace_text(mr_subspace ss);              /* NULL if out of range */
-uint8_t mr_subspace_byte(mr_subspace ss);                  /* ordinal + 2 */
+/* Lookups into the tables; NULL (byte: 0) when out of range. */
+const mr_key_kind_info *mr_key_kind_get(mr_key_kind kind);
+const char *mr_subspace_text(mr_subspace ss);
+uint8_t mr_subspace_byte(mr_subspace ss); /* ordinal + 2 */
+const char *mr_name_kind_text(mr_name_kind nk);
 
 /* A key's byte form; fixed capacity so encoding never allocates. */
 typedef struct mr_keybuf {
@@ -167,7 +190,8 @@ typedef struct mr_keybuf {
  * Encodes k into out. Fails MR_ERR_INVALID for an unknown kind, a history key
  * of an unversioned kind, a name kind out of range, or a name too long.
  */
-mr_status mr_key_encode(const mr_key *k, mr_keybuf *out, mr_error *err) MR_MUST_CHECK;
+mr_status mr_key_encode(const mr_key *k, mr_keybuf *out,
+                        mr_error *err) MR_MUST_CHECK;
 
 /*
  * Decodes exactly len bytes into k. Fails MR_ERR_CORRUPTION on unknown bytes,
@@ -177,17 +201,39 @@ mr_status mr_key_encode(const mr_key *k, mr_keybuf *out, mr_error *err) MR_MUST_
  * mr_key_name_copy always yields the raw name. Encode, compare and format
  * accept both forms.
  */
-mr_status mr_key_decode(const uint8_t *bytes, size_t len, mr_key *k, mr_error *err) MR_MUST_CHECK;
+mr_status mr_key_decode(const uint8_t *bytes, size_t len, mr_key *k,
+                        mr_error *err) MR_MUST_CHECK;
 
 /*
  * Copies the unescaped exact_name of a decoded name key into dst (capacity
- * cap, NUL-terminated); returns the name length or fails MR_ERR_INVALID when
- * it does not fit.
+ * cap, NUL-terminated), its length into *len; fails MR_ERR_INVALID when it
+ * does not fit or k is not a name key.
  */
-mr_status mr_key_name_copy(const mr_key *k, char *dst, size_t cap, size_t *len, mr_error *err) MR_MUST_CHECK;
+mr_status mr_key_name_copy(const mr_key *k, char *dst, size_t cap, size_t *len,
+                           mr_error *err) MR_MUST_CHECK;
 
-/* Human-readable form, e.g. "history/column{table_id=5,column_id=2,end=9}". */
-mr_status mr_key_format(const mr_key *k, char *dst, size_t cap, mr_error *err) MR_MUST_CHECK;
+/*
+ * Human-readable form, e.g. "history/column{table_id=5,column_id=2,
+ * end_snapshot=9}", "sys/head", or
+ * "name{name_kind=table,parent_id=1,exact_name=\"caf\xc3\xa9\",entity_id=7}"
+ * style: u64s in decimal, name_kind by its text, the name quoted with \" \\
+ * and \xNN escapes (well-formed UTF-8 from U+00A0 up is printed as is).
+ * dst gets a NUL-terminated string; cap MR_KEY_TEXT_MAX always suffices,
+ * a smaller cap that is too small fails MR_ERR_INVALID.
+ */
+mr_status mr_key_format(const mr_key *k, char *dst, size_t cap,
+                        mr_error *err) MR_MUST_CHECK;
+
+/*
+ * Parses the mr_key_format text of len bytes (no trailing garbage) back
+ * into k. Field names must appear in table order. For the name kind the
+ * unescaped name is written to name_buf (capacity name_cap; MR_KEY_MAX_NAME
+ * suffices) and k->name points there, so k is valid while name_buf is.
+ * Fails MR_ERR_INVALID with the offending column on any malformed text.
+ */
+mr_status mr_key_parse(const char *text, size_t len, mr_key *k,
+                       uint8_t *name_buf, size_t name_cap,
+                       mr_error *err) MR_MUST_CHECK;
 
 /* Total order of decoded keys equal to the byte order of their encodings. */
 int mr_key_compare(const mr_key *a, const mr_key *b);
@@ -198,24 +244,37 @@ int mr_key_compare(const mr_key *a, const mr_key *b);
  */
 typedef struct mr_key_range {
   mr_keybuf start;
-  mr_keybuf end; /* exclusive: the prefix with its last byte incremented */
+  /*
+   * Exclusive: the prefix with trailing 0xff bytes dropped and the last
+   * remaining byte incremented. end.len == 0 would mean "no upper bound"
+   * (an all-0xff prefix); no moraine prefix is one, its first byte <= 0x0b.
+   */
+  mr_keybuf end;
 } mr_key_range;
 
 /* Every key of one subspace. */
-mr_status mr_key_range_subspace(mr_subspace ss, mr_key_range *r, mr_error *err) MR_MUST_CHECK;
+mr_status mr_key_range_subspace(mr_subspace ss, mr_key_range *r,
+                                mr_error *err) MR_MUST_CHECK;
 /* Every key of one kind, in current (history=false) or history (true). */
-mr_status mr_key_range_kind(mr_key_kind kind, bool history, mr_key_range *r, mr_error *err) MR_MUST_CHECK;
-/* Every key of one table-scoped kind for one table; other kinds: MR_ERR_INVALID. */
-mr_status mr_key_range_table(mr_key_kind kind, bool history, uint64_t table_id, mr_key_range *r,
-                             mr_error *err) MR_MUST_CHECK;
+mr_status mr_key_range_kind(mr_key_kind kind, bool history, mr_key_range *r,
+                            mr_error *err) MR_MUST_CHECK;
+/* Every key of one table-scoped kind for one table; others: MR_ERR_INVALID. */
+mr_status mr_key_range_table(mr_key_kind kind, bool history, uint64_t table_id,
+                             mr_key_range *r, mr_error *err) MR_MUST_CHECK;
 /*
- * Every key sharing the first nprefix components of k (k->kind, k->history):
- * e.g. nprefix = ncomp gives all history versions of one entity, nprefix 2
- * on delete_target gives the delete files targeting one data file.
+ * Every key sharing the first nprefix encoded fields of k (k->kind,
+ * k->history), in byte order: for most kinds the u64 components, then
+ * end_snapshot for history; for the name kind name_kind, parent_id,
+ * exact_name, entity_id. nprefix 0 is the whole kind; nprefix = ncomp in
+ * history gives all ended versions of one entity, nprefix 2 on
+ * delete_target the delete files targeting one data file. nprefix past the
+ * field count fails MR_ERR_INVALID.
  */
-mr_status mr_key_range_prefix(const mr_key *k, unsigned nprefix, mr_key_range *r, mr_error *err) MR_MUST_CHECK;
-/* Every name entry (name_kind, parent_id, exact name) regardless of entity_id. */
-mr_status mr_key_range_name(mr_name_kind nk, uint64_t parent_id, const char *name, size_t name_len,
-                            mr_key_range *r, mr_error *err) MR_MUST_CHECK;
+mr_status mr_key_range_prefix(const mr_key *k, unsigned nprefix,
+                              mr_key_range *r, mr_error *err) MR_MUST_CHECK;
+/* Every name entry (name_kind, parent_id, exact name), any entity_id. */
+mr_status mr_key_range_name(mr_name_kind nk, uint64_t parent_id,
+                            const char *name, size_t name_len, mr_key_range *r,
+                            mr_error *err) MR_MUST_CHECK;
 
 #endif /* MR_KEY_H */

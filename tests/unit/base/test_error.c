@@ -3,8 +3,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "base/mr_error.h"
 

@@ -1,1 +1,915 @@
-pub fn x() {}
+//! slatedb-binding — the C ABI over SlateDB 0.14.1 that moraine's kv layer
+//! (src/kv/kv.c) is built on. Declarations for C live in ../sdb.h.
+//!
+//! This crate owns: resolving a store URL to an object store, opening a
+//! SlateDB writer (`Db`) or reader (`DbReader`) with the one-byte segment
+//! extractor, a tokio runtime per open handle (children share it through an
+//! `Arc`, so it lives until the last of them is freed), and turning every
+//! SlateDB error or Rust panic into a (code, message) pair. It knows nothing
+//! of moraine's keys beyond "the first byte is the segment".
+//!
+//! Safety contract of every `extern "C"` fn: pointers are NULL or valid for
+//! the lengths given, handles come from this crate and are not used after
+//! they are freed, and one handle is not used by two threads at once except
+//! `SdbDb` (see sdb.h and kv.h).
+#![allow(clippy::missing_safety_doc)]
+
+use std::collections::HashMap;
+use std::ffi::{c_char, CStr};
+use std::ops::Bound;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use object_store::aws::AmazonS3Builder;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::ObjectStore;
+use slatedb::config::{
+    DbReaderOptions, DurabilityLevel, FlushOptions, FlushType, ReadOptions, ScanOptions, Settings,
+    WriteOptions,
+};
+use slatedb::{
+    CloseReason, Db, DbIterator, DbReader, DbSnapshot, DbTransaction, ErrorKind, IsolationLevel,
+    KeyValue, PrefixExtractor, PrefixTarget, WriteBatch,
+};
+use tokio::runtime::Runtime;
+
+// Result codes; keep in step with enum sdb_code in sdb.h.
+const SDB_OK: i32 = 0;
+const SDB_NOT_FOUND: i32 = 1;
+const SDB_CONFLICT: i32 = 2;
+const SDB_FENCED: i32 = 3;
+const SDB_CLOSED: i32 = 4;
+const SDB_UNAVAILABLE: i32 = 5;
+const SDB_INVALID: i32 = 6;
+const SDB_DATA: i32 = 7;
+const SDB_INTERNAL: i32 = 8;
+const SDB_NOMEM: i32 = 9;
+
+// enum sdb_extractor in sdb.h.
+const EXTRACTOR_SEGMENT: u32 = 0;
+const EXTRACTOR_NONE: u32 = 1;
+const EXTRACTOR_OTHER: u32 = 2;
+
+/// The name SlateDB persists in the manifest for moraine's extractor. A store
+/// remembers it forever: changing it makes every existing store unopenable.
+const SEGMENT_EXTRACTOR_NAME: &str = "moraine.subspace.v1";
+/// Only for tests that must create a store with a foreign extractor.
+const OTHER_EXTRACTOR_NAME: &str = "moraine.test.other.v1";
+
+extern "C" {
+    fn malloc(size: usize) -> *mut u8;
+}
+
+/// A failure on its way to C.
+struct Fail {
+    code: i32,
+    msg: String,
+}
+
+type Res<T> = Result<T, Fail>;
+
+fn fail(code: i32, msg: impl Into<String>) -> Fail {
+    Fail {
+        code,
+        msg: msg.into(),
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> Fail {
+    fail(SDB_INVALID, msg)
+}
+
+impl From<slatedb::Error> for Fail {
+    fn from(e: slatedb::Error) -> Self {
+        let code = match e.kind() {
+            ErrorKind::Transaction => SDB_CONFLICT,
+            ErrorKind::Closed(CloseReason::Fenced) => SDB_FENCED,
+            ErrorKind::Closed(_) => SDB_CLOSED,
+            ErrorKind::Unavailable => SDB_UNAVAILABLE,
+            ErrorKind::Invalid => SDB_INVALID,
+            ErrorKind::Data => SDB_DATA,
+            _ => SDB_INTERNAL,
+        };
+        fail(code, e.to_string())
+    }
+}
+
+/// Copies text into the caller's buffer, cut to cap-1 bytes, NUL-terminated.
+unsafe fn put_msg(msg: *mut c_char, cap: usize, text: &str) {
+    if msg.is_null() || cap == 0 {
+        return;
+    }
+    let n = text.len().min(cap - 1);
+    std::ptr::copy_nonoverlapping(text.as_ptr(), msg as *mut u8, n);
+    *msg.add(n) = 0;
+}
+
+/// Runs one FFI call: catches panics and reports failures as (code, msg).
+unsafe fn guard<F: FnOnce() -> Res<()>>(msg: *mut c_char, cap: usize, f: F) -> i32 {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => SDB_OK,
+        Ok(Err(e)) => {
+            put_msg(msg, cap, &e.msg);
+            e.code
+        }
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            put_msg(msg, cap, &format!("panic in slatedb binding: {what}"));
+            SDB_INTERNAL
+        }
+    }
+}
+
+/// Drops `value` with the runtime entered, so any SlateDB Drop that touches
+/// tokio finds a runtime; the runtime itself is released after, outside its
+/// own context (it shuts down when its last handle goes).
+fn drop_in<T>(rt: Arc<Runtime>, value: T) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let guard = rt.enter();
+        drop(value);
+        drop(guard);
+    }));
+}
+
+/// Fixed-length prefix extractor: the segment of a key is its first `len`
+/// bytes (RFC-0024). Keys and scan prefixes shorter than that have none.
+struct FixedPrefix {
+    name: &'static str,
+    len: usize,
+}
+
+impl PrefixExtractor for FixedPrefix {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn prefix_len(&self, target: &PrefixTarget) -> Option<usize> {
+        let bytes = match target {
+            PrefixTarget::Point(b) | PrefixTarget::Prefix(b) => b,
+        };
+        (bytes.len() >= self.len).then_some(self.len)
+    }
+}
+
+fn extractor(which: u32) -> Res<Option<Arc<dyn PrefixExtractor>>> {
+    match which {
+        EXTRACTOR_SEGMENT => Ok(Some(Arc::new(FixedPrefix {
+            name: SEGMENT_EXTRACTOR_NAME,
+            len: 1,
+        }))),
+        EXTRACTOR_NONE => Ok(None),
+        EXTRACTOR_OTHER => Ok(Some(Arc::new(FixedPrefix {
+            name: OTHER_EXTRACTOR_NAME,
+            len: 1,
+        }))),
+        _ => Err(invalid(format!("unknown extractor choice {which}"))),
+    }
+}
+
+/// Named in-memory stores shared by every open of `memory://NAME` in this
+/// process; they live until the process exits.
+fn named_memory_store(name: &str) -> Arc<InMemory> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<InMemory>>>> = OnceLock::new();
+    let stores = STORES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = stores.lock().unwrap_or_else(|p| p.into_inner());
+    map.entry(name.to_string())
+        .or_insert_with(|| Arc::new(InMemory::new()))
+        .clone()
+}
+
+/// Maps a store URL to an object store and the SlateDB root path inside it.
+fn resolve_store(url: &str) -> Res<(Arc<dyn ObjectStore>, Path)> {
+    if let Some(rest) = url.strip_prefix("file://") {
+        if rest.is_empty() {
+            return Err(invalid("file:// url names no folder"));
+        }
+        let mut dir = std::path::PathBuf::from(rest);
+        if dir.is_relative() {
+            let cwd = std::env::current_dir()
+                .map_err(|e| fail(SDB_UNAVAILABLE, format!("cannot read cwd: {e}")))?;
+            dir = cwd.join(dir);
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            fail(
+                SDB_UNAVAILABLE,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
+        // with_fsync: files and their parent directories are synced on every
+        // write path, so an acknowledged write survives power loss
+        // (object_store >= 0.14.2; standalone deletes are not synced).
+        let fs = LocalFileSystem::new_with_prefix(&dir)
+            .map_err(|e| {
+                fail(
+                    SDB_UNAVAILABLE,
+                    format!("cannot open {}: {e}", dir.display()),
+                )
+            })?
+            .with_fsync(true);
+        return Ok((Arc::new(fs), Path::from("")));
+    }
+    if let Some(name) = url.strip_prefix("memory://") {
+        let store: Arc<dyn ObjectStore> = if name.is_empty() {
+            Arc::new(InMemory::new())
+        } else {
+            named_memory_store(name)
+        };
+        return Ok((store, Path::from("")));
+    }
+    if let Some(rest) = url.strip_prefix("s3://") {
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(invalid(format!("s3 url `{url}` names no bucket")));
+        }
+        let s3 = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .build()
+            .map_err(|e| invalid(format!("cannot configure s3 store: {e}")))?;
+        return Ok((Arc::new(s3), Path::from(prefix.trim_matches('/'))));
+    }
+    Err(invalid(format!(
+        "unsupported store url `{url}`: expected file://, memory:// or s3://"
+    )))
+}
+
+/// A reader cannot create a store: report a missing one as SDB_NOT_FOUND
+/// rather than SlateDB's "failed to find latest ... manifest" data error.
+async fn require_store(store: &Arc<dyn ObjectStore>, path: &Path, url: &str) -> Res<()> {
+    let manifests = path.clone().join("manifest");
+    let found = match store.list_with_delimiter(Some(&manifests)).await {
+        Ok(listing) => !listing.objects.is_empty(),
+        Err(object_store::Error::NotFound { .. }) => false,
+        Err(e) => {
+            return Err(fail(
+                SDB_UNAVAILABLE,
+                format!("cannot list {manifests}: {e}"),
+            ));
+        }
+    };
+    if !found {
+        return Err(fail(SDB_NOT_FOUND, format!("no SlateDB store at {url}")));
+    }
+    Ok(())
+}
+
+/// How a reader handle was opened; kept to rebuild the reader on refresh.
+struct ReaderArgs {
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    extractor: Option<Arc<dyn PrefixExtractor>>,
+    options: DbReaderOptions,
+}
+
+impl ReaderArgs {
+    async fn build(&self) -> Res<DbReader> {
+        let mut b = DbReader::builder(self.path.clone(), self.store.clone())
+            .with_options(self.options.clone());
+        if let Some(x) = &self.extractor {
+            b = b.with_segment_extractor(x.clone());
+        }
+        Ok(b.build().await?)
+    }
+}
+
+/// A `DbReader` handle: the current reader, swapped whole by a refresh.
+struct ReaderSlot {
+    current: RwLock<Arc<DbReader>>,
+    args: ReaderArgs,
+}
+
+impl ReaderSlot {
+    fn get(&self) -> Arc<DbReader> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+enum Store {
+    Writer(Db),
+    Reader(ReaderSlot),
+}
+
+pub struct SdbDb {
+    rt: Arc<Runtime>,
+    store: Store,
+}
+
+pub struct SdbIter {
+    rt: Arc<Runtime>,
+    it: Option<DbIterator>, // None: an empty range
+    cur: Option<KeyValue>,  // the entry the caller's pointers point into
+}
+
+pub struct SdbSnapshot {
+    rt: Arc<Runtime>,
+    snap: Arc<DbSnapshot>,
+}
+
+pub struct SdbTxn {
+    rt: Arc<Runtime>,
+    txn: DbTransaction,
+}
+
+pub struct SdbBatch {
+    batch: WriteBatch,
+}
+
+#[repr(C)]
+pub struct SdbOpenArgs {
+    url: *const c_char,
+    read_only: u32,
+    extractor: u32,
+    wal_flush_ms: u32,
+    poll_ms: u32,
+}
+
+/// Writer reads see only durable data: a batch still waiting for its WAL
+/// flush is invisible, so nothing is observed that a crash could undo.
+fn durable_read() -> ReadOptions {
+    ReadOptions::new().with_durability_filter(DurabilityLevel::Remote)
+}
+
+fn durable_scan() -> ScanOptions {
+    ScanOptions::new().with_durability_filter(DurabilityLevel::Remote)
+}
+
+fn durable_write() -> WriteOptions {
+    WriteOptions {
+        await_durable: true,
+        ..WriteOptions::default()
+    }
+}
+
+fn new_runtime() -> Res<Arc<Runtime>> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("kv-slatedb")
+        .enable_all()
+        .build()
+        .map(Arc::new)
+        .map_err(|e| fail(SDB_UNAVAILABLE, format!("cannot start tokio runtime: {e}")))
+}
+
+/// A handle used by one thread at a time (iterator, batch, transaction, ...).
+unsafe fn handle<'a, T>(p: *mut T) -> Res<&'a mut T> {
+    p.as_mut().ok_or_else(|| invalid("null handle"))
+}
+
+/// A handle that may be shared by threads: only ever borrowed immutably.
+unsafe fn shared<'a, T>(p: *const T) -> Res<&'a T> {
+    p.as_ref().ok_or_else(|| invalid("null handle"))
+}
+
+unsafe fn bytes_arg<'a>(p: *const u8, n: usize) -> Res<&'a [u8]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(invalid("null buffer with non-zero length"));
+    }
+    Ok(std::slice::from_raw_parts(p, n))
+}
+
+/// SlateDB asserts on these limits; refuse them here instead of panicking.
+unsafe fn key_arg<'a>(p: *const u8, n: usize) -> Res<&'a [u8]> {
+    if n == 0 {
+        return Err(invalid("empty key"));
+    }
+    if n > u16::MAX as usize {
+        return Err(invalid(format!(
+            "key of {n} bytes exceeds the 65535-byte limit"
+        )));
+    }
+    bytes_arg(p, n)
+}
+
+unsafe fn value_arg<'a>(p: *const u8, n: usize) -> Res<&'a [u8]> {
+    if n > u32::MAX as usize {
+        return Err(invalid(format!(
+            "value of {n} bytes exceeds the 4 GiB limit"
+        )));
+    }
+    bytes_arg(p, n)
+}
+
+/// Hands a get result to C as a malloc'd copy, or SDB_NOT_FOUND.
+unsafe fn give_value(got: Option<Bytes>, val: *mut *mut u8, vlen: *mut usize) -> Res<()> {
+    if val.is_null() || vlen.is_null() {
+        return Err(invalid("null output pointer"));
+    }
+    *val = std::ptr::null_mut();
+    *vlen = 0;
+    let Some(b) = got else {
+        return Err(fail(SDB_NOT_FOUND, "key not found"));
+    };
+    let p = malloc(b.len().max(1));
+    if p.is_null() {
+        return Err(fail(
+            SDB_NOMEM,
+            format!("cannot allocate {} bytes", b.len()),
+        ));
+    }
+    std::ptr::copy_nonoverlapping(b.as_ptr(), p, b.len());
+    *val = p;
+    *vlen = b.len();
+    Ok(())
+}
+
+/// [start, end) as SlateDB bounds, or None when the range is empty.
+unsafe fn range_arg(
+    start: *const u8,
+    slen: usize,
+    end: *const u8,
+    elen: usize,
+) -> Res<Option<(Bound<Bytes>, Bound<Bytes>)>> {
+    let lo = if start.is_null() || slen == 0 {
+        Bound::Unbounded
+    } else {
+        Bound::Included(Bytes::copy_from_slice(bytes_arg(start, slen)?))
+    };
+    let hi = if end.is_null() {
+        Bound::Unbounded
+    } else if elen == 0 {
+        return Ok(None);
+    } else {
+        Bound::Excluded(Bytes::copy_from_slice(bytes_arg(end, elen)?))
+    };
+    if let (Bound::Included(a), Bound::Excluded(b)) = (&lo, &hi) {
+        if a >= b {
+            return Ok(None);
+        }
+    }
+    Ok(Some((lo, hi)))
+}
+
+fn writer(db: &SdbDb) -> Res<&Db> {
+    match &db.store {
+        Store::Writer(d) => Ok(d),
+        Store::Reader(_) => Err(invalid("store was opened read-only")),
+    }
+}
+
+unsafe fn give_iter(rt: &Arc<Runtime>, it: Option<DbIterator>, out: *mut *mut SdbIter) -> Res<()> {
+    let out = handle(out)?;
+    *out = Box::into_raw(Box::new(SdbIter {
+        rt: rt.clone(),
+        it,
+        cur: None,
+    }));
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_open(
+    args: *const SdbOpenArgs,
+    out: *mut *mut SdbDb,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let a = args
+            .as_ref()
+            .ok_or_else(|| invalid("null open arguments"))?;
+        let out = handle(out)?;
+        *out = std::ptr::null_mut();
+        if a.url.is_null() {
+            return Err(invalid("null store url"));
+        }
+        let url = CStr::from_ptr(a.url)
+            .to_str()
+            .map_err(|_| invalid("store url is not UTF-8"))?;
+        let (store, path) = resolve_store(url)?;
+        let extractor = extractor(a.extractor)?;
+        let rt = new_runtime()?;
+        let kind = if a.read_only != 0 {
+            let mut options = DbReaderOptions::default();
+            if a.poll_ms > 0 {
+                let poll = Duration::from_millis(a.poll_ms as u64);
+                options.manifest_poll_interval = poll;
+                options.checkpoint_lifetime = options.checkpoint_lifetime.max(poll * 4);
+            }
+            let args = ReaderArgs {
+                store,
+                path,
+                extractor,
+                options,
+            };
+            rt.block_on(require_store(&args.store, &args.path, url))?;
+            let reader = rt.block_on(args.build())?;
+            Store::Reader(ReaderSlot {
+                current: RwLock::new(Arc::new(reader)),
+                args,
+            })
+        } else {
+            let mut settings = Settings::default();
+            if a.wal_flush_ms > 0 {
+                settings.flush_interval = Some(Duration::from_millis(a.wal_flush_ms as u64));
+            }
+            let mut b = Db::builder(path, store).with_settings(settings);
+            if let Some(x) = extractor {
+                b = b.with_segment_extractor(x);
+            }
+            Store::Writer(rt.block_on(b.build())?)
+        };
+        *out = Box::into_raw(Box::new(SdbDb { rt, store: kind }));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_close(db: *mut SdbDb, msg: *mut c_char, cap: usize) -> i32 {
+    if db.is_null() {
+        return SDB_OK;
+    }
+    let db = Box::from_raw(db);
+    let code = guard(msg, cap, || {
+        match &db.store {
+            Store::Writer(d) => db.rt.block_on(d.close())?,
+            Store::Reader(r) => db.rt.block_on(r.get().close())?,
+        }
+        Ok(())
+    });
+    let SdbDb { rt, store } = *db;
+    drop_in(rt, store);
+    code
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_flush(db: *mut SdbDb, msg: *mut c_char, cap: usize) -> i32 {
+    guard(msg, cap, || {
+        let db = shared(db)?;
+        let options = FlushOptions {
+            flush_type: FlushType::MemTable,
+        };
+        db.rt.block_on(writer(db)?.flush_with_options(options))?;
+        Ok(())
+    })
+}
+
+/// Readers only: opens a fresh DbReader on the latest manifest and WAL, then
+/// closes the old one. On failure the old reader stays in place.
+#[no_mangle]
+pub unsafe extern "C" fn sdb_refresh(db: *mut SdbDb, msg: *mut c_char, cap: usize) -> i32 {
+    guard(msg, cap, || {
+        let db = shared(db)?;
+        let Store::Reader(slot) = &db.store else {
+            return Err(invalid("refresh is for read-only handles"));
+        };
+        let fresh = Arc::new(db.rt.block_on(slot.args.build())?);
+        let old = {
+            let mut cur = slot.current.write().unwrap_or_else(|p| p.into_inner());
+            std::mem::replace(&mut *cur, fresh)
+        };
+        db.rt.block_on(old.close())?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_get(
+    db: *mut SdbDb,
+    key: *const u8,
+    klen: usize,
+    val: *mut *mut u8,
+    vlen: *mut usize,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let db = shared(db)?;
+        let key = key_arg(key, klen)?;
+        let got = match &db.store {
+            Store::Writer(d) => db.rt.block_on(d.get_with_options(key, &durable_read()))?,
+            Store::Reader(r) => db.rt.block_on(r.get().get(key))?,
+        };
+        give_value(got, val, vlen)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_scan(
+    db: *mut SdbDb,
+    start: *const u8,
+    slen: usize,
+    end: *const u8,
+    elen: usize,
+    out: *mut *mut SdbIter,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let db = shared(db)?;
+        let it = match range_arg(start, slen, end, elen)? {
+            None => None,
+            Some(range) => Some(match &db.store {
+                Store::Writer(d) => db
+                    .rt
+                    .block_on(d.scan_with_options(range, &durable_scan()))?,
+                Store::Reader(r) => db.rt.block_on(r.get().scan(range))?,
+            }),
+        };
+        give_iter(&db.rt, it, out)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_iter_next(
+    it: *mut SdbIter,
+    key: *mut *const u8,
+    klen: *mut usize,
+    val: *mut *const u8,
+    vlen: *mut usize,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let it = handle(it)?;
+        if key.is_null() || klen.is_null() || val.is_null() || vlen.is_null() {
+            return Err(invalid("null output pointer"));
+        }
+        it.cur = None;
+        let next = match it.it.as_mut() {
+            None => None,
+            Some(inner) => it.rt.block_on(inner.next())?,
+        };
+        let Some(kv) = next else {
+            return Err(fail(SDB_NOT_FOUND, "end of range"));
+        };
+        let kv = it.cur.insert(kv);
+        *key = kv.key.as_ptr();
+        *klen = kv.key.len();
+        *val = kv.value.as_ptr();
+        *vlen = kv.value.len();
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_iter_free(it: *mut SdbIter) {
+    if it.is_null() {
+        return;
+    }
+    let SdbIter { rt, it, cur } = *Box::from_raw(it);
+    drop_in(rt, (it, cur));
+}
+
+#[no_mangle]
+pub extern "C" fn sdb_batch_new() -> *mut SdbBatch {
+    Box::into_raw(Box::new(SdbBatch {
+        batch: WriteBatch::new(),
+    }))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_batch_put(
+    b: *mut SdbBatch,
+    key: *const u8,
+    klen: usize,
+    val: *const u8,
+    vlen: usize,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let b = handle(b)?;
+        let (k, v) = (key_arg(key, klen)?, value_arg(val, vlen)?);
+        b.batch.put(k, v);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_batch_delete(
+    b: *mut SdbBatch,
+    key: *const u8,
+    klen: usize,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let b = handle(b)?;
+        b.batch.delete(key_arg(key, klen)?);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_batch_free(b: *mut SdbBatch) {
+    if !b.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(b))));
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_write(
+    db: *mut SdbDb,
+    b: *const SdbBatch,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let db = shared(db)?;
+        let b = b.as_ref().ok_or_else(|| invalid("null batch"))?;
+        let d = writer(db)?;
+        db.rt
+            .block_on(d.write_with_options(b.batch.clone(), &durable_write()))?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_snapshot_open(
+    db: *mut SdbDb,
+    out: *mut *mut SdbSnapshot,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let db = shared(db)?;
+        let out = handle(out)?;
+        let snap = db.rt.block_on(writer(db)?.snapshot())?;
+        *out = Box::into_raw(Box::new(SdbSnapshot {
+            rt: db.rt.clone(),
+            snap,
+        }));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_snapshot_get(
+    s: *mut SdbSnapshot,
+    key: *const u8,
+    klen: usize,
+    val: *mut *mut u8,
+    vlen: *mut usize,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let s = handle(s)?;
+        let key = key_arg(key, klen)?;
+        let got =
+            s.rt.block_on(s.snap.get_with_options(key, &durable_read()))?;
+        give_value(got, val, vlen)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_snapshot_scan(
+    s: *mut SdbSnapshot,
+    start: *const u8,
+    slen: usize,
+    end: *const u8,
+    elen: usize,
+    out: *mut *mut SdbIter,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let s = handle(s)?;
+        let it = match range_arg(start, slen, end, elen)? {
+            None => None,
+            Some(range) => Some(s.rt.block_on(s.snap.scan_with_options(range, &durable_scan()))?),
+        };
+        give_iter(&s.rt, it, out)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_snapshot_free(s: *mut SdbSnapshot) {
+    if s.is_null() {
+        return;
+    }
+    let SdbSnapshot { rt, snap } = *Box::from_raw(s);
+    drop_in(rt, snap);
+}
+
+/// Snapshot isolation: reads see the state at begin (plus the transaction's
+/// own writes); commit fails with a conflict if another write committed a
+/// key this transaction writes after it began.
+#[no_mangle]
+pub unsafe extern "C" fn sdb_txn_begin(
+    db: *mut SdbDb,
+    out: *mut *mut SdbTxn,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let db = shared(db)?;
+        let out = handle(out)?;
+        let txn = db
+            .rt
+            .block_on(writer(db)?.begin(IsolationLevel::Snapshot))?;
+        *out = Box::into_raw(Box::new(SdbTxn {
+            rt: db.rt.clone(),
+            txn,
+        }));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_txn_get(
+    t: *mut SdbTxn,
+    key: *const u8,
+    klen: usize,
+    val: *mut *mut u8,
+    vlen: *mut usize,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let t = handle(t)?;
+        let key = key_arg(key, klen)?;
+        let got =
+            t.rt.block_on(t.txn.get_with_options(key, &durable_read()))?;
+        give_value(got, val, vlen)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_txn_scan(
+    t: *mut SdbTxn,
+    start: *const u8,
+    slen: usize,
+    end: *const u8,
+    elen: usize,
+    out: *mut *mut SdbIter,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let t = handle(t)?;
+        let it = match range_arg(start, slen, end, elen)? {
+            None => None,
+            Some(range) => Some(t.rt.block_on(t.txn.scan_with_options(range, &durable_scan()))?),
+        };
+        give_iter(&t.rt, it, out)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_txn_put(
+    t: *mut SdbTxn,
+    key: *const u8,
+    klen: usize,
+    val: *const u8,
+    vlen: usize,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let t = handle(t)?;
+        t.txn.put(key_arg(key, klen)?, value_arg(val, vlen)?)?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_txn_delete(
+    t: *mut SdbTxn,
+    key: *const u8,
+    klen: usize,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let t = handle(t)?;
+        t.txn.delete(key_arg(key, klen)?)?;
+        Ok(())
+    })
+}
+
+/// Commits durably (or fails) and frees the transaction either way.
+#[no_mangle]
+pub unsafe extern "C" fn sdb_txn_commit(t: *mut SdbTxn, msg: *mut c_char, cap: usize) -> i32 {
+    if t.is_null() {
+        return guard(msg, cap, || Err(invalid("null transaction")));
+    }
+    let SdbTxn { rt, txn } = *Box::from_raw(t);
+    // commit consumes the transaction inside the runtime.
+    guard(msg, cap, || {
+        rt.block_on(txn.commit_with_options(&durable_write()))?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdb_txn_rollback(t: *mut SdbTxn) {
+    if t.is_null() {
+        return;
+    }
+    let SdbTxn { rt, txn } = *Box::from_raw(t);
+    drop_in(rt, txn);
+}

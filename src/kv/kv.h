@@ -1,0 +1,258 @@
+/*
+ * kv.h — moraine's only door to SlateDB.
+ *
+ * One store of ordered byte keys with: point gets, ascending range scans,
+ * atomic durable write batches, pinned read snapshots, snapshot-isolated
+ * transactions with write-write conflict detection, and read-only readers.
+ * It knows nothing of moraine's key layout except that the first byte of
+ * every key is its SlateDB segment (RFC 0002, SlateDB RFC-0024).
+ *
+ * Store URLs
+ *   file://DIR        a local folder, absolute or relative to the cwd;
+ *                     created if missing; files and directories are fsynced
+ *                     on every write.
+ *   memory://         a fresh in-memory store, private to this open.
+ *   memory://NAME     an in-memory store shared by every open of the same
+ *                     NAME in this process, kept until the process exits.
+ *   s3://BUCKET[/P]   S3 (or compatible) bucket, prefix P; endpoint, region
+ *                     and credentials from the AWS_* environment variables
+ *                     (AWS_ENDPOINT, AWS_ALLOW_HTTP=true for http, ...).
+ *
+ * Segment extractor
+ *   Every open — writer and reader — configures the one-byte segment
+ *   extractor "moraine.subspace.v1". A new store records it; an existing
+ *   store created without it, or with another extractor, is refused with
+ *   MR_ERR_INVALID and a message naming what the store has.
+ *
+ * Durability
+ *   kv_write and kv_txn_commit return MR_OK only once the batch is durable
+ *   in the object store (SlateDB await_durable). Reads on a writer see only
+ *   durable data, so nothing a crash could undo is ever observed.
+ *
+ * Errors
+ *   Every fallible call returns an mr_status and, on failure, fills err
+ *   (when non-NULL) with the code and SlateDB's message:
+ *     MR_ERR_NOT_FOUND   absent key (kv_*_get), iterator exhausted
+ *     MR_ERR_CONFLICT    kv_txn_commit lost a write-write conflict
+ *     MR_ERR_FENCED      a newer writer opened the store; this handle is dead
+ *     MR_ERR_CLOSED      the handle was closed or failed earlier
+ *     MR_ERR_IO          object store unavailable, or SlateDB internal error
+ *     MR_ERR_INVALID     bad argument, wrong handle kind, extractor mismatch
+ *     MR_ERR_CORRUPTION  persisted state is not what SlateDB expects
+ *     MR_ERR_NOMEM       out of memory
+ *
+ * Threads
+ *   A kv_db may be used from several threads at once, except kv_close and
+ *   kv_refresh, which need it to themselves. kv_iter, kv_snapshot, kv_txn
+ *   and kv_batch are each used by one thread at a time.
+ *
+ * Lifetimes
+ *   Every iterator, snapshot and transaction must be closed (or committed /
+ *   rolled back) before kv_close or kv_refresh of its kv_db; those two refuse
+ *   with MR_ERR_INVALID while any is open.
+ */
+#ifndef MR_KV_H
+#define MR_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/mr_error.h"
+
+typedef struct kv_db kv_db;             /* an open store (writer or reader) */
+typedef struct kv_iter kv_iter;         /* an ascending scan */
+typedef struct kv_batch kv_batch;       /* puts and deletes, written at once */
+typedef struct kv_snapshot kv_snapshot; /* a pinned read view of a writer */
+typedef struct kv_txn kv_txn;           /* a snapshot-isolated transaction */
+
+/* Which segment extractor to configure. Anything but the default is for
+ * tests that must create or open a mismatched store. */
+typedef enum kv_extractor {
+  KV_EXTRACTOR_SEGMENT = 0, /* the one-byte segment extractor (always) */
+  KV_EXTRACTOR_NONE = 1,    /* TESTS ONLY: no extractor */
+  KV_EXTRACTOR_OTHER = 2    /* TESTS ONLY: a different extractor name */
+} kv_extractor;
+
+/* WAL flush interval of a writer when kv_open_options.wal_flush_ms is 0. A
+ * write waits for the next flush, so this bounds commit latency. */
+#define KV_DEFAULT_WAL_FLUSH_MS 10
+
+typedef struct kv_open_options {
+  int read_only;         /* 1: open a read-only reader (SlateDB DbReader) */
+  uint32_t wal_flush_ms; /* writer: WAL flush interval, 0 = default above */
+  uint32_t poll_ms;      /* reader: background catch-up interval,
+                            0 = SlateDB's default (10 s) */
+  kv_extractor extractor_override; /* TESTS ONLY; 0 = the real extractor */
+} kv_open_options;
+
+/* Reads through one kv_db and everything opened from it. */
+typedef struct kv_read_stats {
+  uint64_t gets;       /* point gets issued, found or not */
+  uint64_t keys_read;  /* keys returned: found gets + keys yielded by scans */
+  uint64_t bytes_read; /* key + value bytes of those keys */
+} kv_read_stats;
+
+/* ---- open / close ------------------------------------------------------ */
+
+/*
+ * Opens (creating if needed, for a writer) the store at url. opts may be
+ * NULL for a writer with defaults. Opening a writer fences any older writer
+ * of the same store. On MR_OK *out is a new handle the caller releases with
+ * kv_close; on failure *out is NULL. url is only read during the call.
+ */
+mr_status kv_open(const char *url, const kv_open_options *opts, kv_db **out,
+                  mr_error *err) MR_MUST_CHECK;
+
+/*
+ * Closes db (a writer first flushes its memtable) and frees it, whatever
+ * the status — except MR_ERR_INVALID for open children, which leaves db
+ * untouched. db may be NULL.
+ */
+mr_status kv_close(kv_db *db, mr_error *err);
+
+/* 1 if db was opened read-only. */
+int kv_is_read_only(const kv_db *db);
+
+/*
+ * Writer: writes the memtable out as an L0 SST. Every acknowledged write is
+ * already durable in the WAL; this only shortens recovery and reader
+ * catch-up. MR_ERR_INVALID on a reader.
+ */
+mr_status kv_flush(kv_db *db, mr_error *err) MR_MUST_CHECK;
+
+/*
+ * Reader: catches up now with everything the writer has made durable, by
+ * opening a fresh SlateDB reader on the latest manifest and WAL and closing
+ * the old one. Without it a reader also catches up on its own every poll_ms.
+ * MR_ERR_INVALID on a writer, or while children are open.
+ */
+mr_status kv_refresh(kv_db *db, mr_error *err) MR_MUST_CHECK;
+
+/* Copies db's read counters into *out. */
+void kv_stats(const kv_db *db, kv_read_stats *out);
+/* Zeroes db's read counters. */
+void kv_stats_reset(kv_db *db);
+
+/* ---- point reads ------------------------------------------------------- */
+
+/*
+ * Looks up key (klen > 0 bytes). On MR_OK *val is a new malloc'd copy of the
+ * value (never NULL, even for an empty value) of *vlen bytes, owned by the
+ * caller and freed with kv_free. On MR_ERR_NOT_FOUND, or any error, *val is
+ * NULL and *vlen 0. key is only read during the call.
+ */
+mr_status kv_get(kv_db *db, const void *key, size_t klen, void **val,
+                 size_t *vlen, mr_error *err) MR_MUST_CHECK;
+
+/* Frees a value returned by a kv_*_get. p may be NULL. */
+void kv_free(void *p);
+
+/* ---- scans ------------------------------------------------------------- */
+
+/*
+ * Opens an ascending scan of the keys in [start, end). A NULL start (or an
+ * empty one) is unbounded below, a NULL end unbounded above; an empty end,
+ * or end <= start, scans nothing. The bounds are copied. On MR_OK *out is a
+ * new iterator the caller releases with kv_iter_close.
+ */
+mr_status kv_iter_open(kv_db *db, const void *start, size_t start_len,
+                       const void *end, size_t end_len, kv_iter **out,
+                       mr_error *err) MR_MUST_CHECK;
+
+/*
+ * Advances it. On MR_OK *key and *val point to the next entry; both pointers
+ * are owned by it and valid only until the next kv_iter_next or
+ * kv_iter_close. Returns MR_ERR_NOT_FOUND once the range is exhausted (and
+ * keeps returning it).
+ */
+mr_status kv_iter_next(kv_iter *it, const void **key, size_t *klen,
+                       const void **val, size_t *vlen,
+                       mr_error *err) MR_MUST_CHECK;
+
+/* Closes and frees it. it may be NULL. */
+void kv_iter_close(kv_iter *it);
+
+/* ---- atomic write batches ---------------------------------------------- */
+
+/* On MR_OK *out is a new empty batch, released with kv_batch_free. */
+mr_status kv_batch_new(kv_batch **out, mr_error *err) MR_MUST_CHECK;
+
+/* Adds a put (key and value are copied); a later op on the same key wins. */
+mr_status kv_batch_put(kv_batch *b, const void *key, size_t klen,
+                       const void *val, size_t vlen,
+                       mr_error *err) MR_MUST_CHECK;
+
+/* Adds a delete (key is copied). */
+mr_status kv_batch_delete(kv_batch *b, const void *key, size_t klen,
+                          mr_error *err) MR_MUST_CHECK;
+
+/* Number of puts and deletes added to b. */
+size_t kv_batch_count(const kv_batch *b);
+
+/* Frees b. b may be NULL. */
+void kv_batch_free(kv_batch *b);
+
+/*
+ * Applies every op of b atomically; MR_OK means durable. b is not modified
+ * and stays owned by the caller. An empty batch is MR_ERR_INVALID.
+ */
+mr_status kv_write(kv_db *db, const kv_batch *b, mr_error *err) MR_MUST_CHECK;
+
+/* ---- pinned snapshots (writer only) ------------------------------------ */
+
+/*
+ * Pins the current durable state of db: later writes stay invisible to it.
+ * On MR_OK *out is released with kv_snapshot_close.
+ */
+mr_status kv_snapshot_open(kv_db *db, kv_snapshot **out,
+                           mr_error *err) MR_MUST_CHECK;
+
+/* As kv_get, at the snapshot. */
+mr_status kv_snapshot_get(kv_snapshot *s, const void *key, size_t klen,
+                          void **val, size_t *vlen,
+                          mr_error *err) MR_MUST_CHECK;
+
+/* As kv_iter_open, at the snapshot; the iterator may outlive s. */
+mr_status kv_snapshot_iter(kv_snapshot *s, const void *start, size_t start_len,
+                           const void *end, size_t end_len, kv_iter **out,
+                           mr_error *err) MR_MUST_CHECK;
+
+/* Releases s. s may be NULL. */
+void kv_snapshot_close(kv_snapshot *s);
+
+/* ---- transactions (writer only) ---------------------------------------- */
+
+/*
+ * Begins a snapshot-isolation transaction: its reads see the state at begin
+ * plus its own writes. On MR_OK *out must be ended by exactly one of
+ * kv_txn_commit or kv_txn_rollback.
+ */
+mr_status kv_txn_begin(kv_db *db, kv_txn **out, mr_error *err) MR_MUST_CHECK;
+
+/* As kv_get, inside the transaction. */
+mr_status kv_txn_get(kv_txn *t, const void *key, size_t klen, void **val,
+                     size_t *vlen, mr_error *err) MR_MUST_CHECK;
+
+/* As kv_iter_open, inside the transaction (its own writes included, as of
+ * the moment the iterator opens). */
+mr_status kv_txn_iter(kv_txn *t, const void *start, size_t start_len,
+                      const void *end, size_t end_len, kv_iter **out,
+                      mr_error *err) MR_MUST_CHECK;
+
+/* Buffers a put / delete in the transaction (copied). */
+mr_status kv_txn_put(kv_txn *t, const void *key, size_t klen, const void *val,
+                     size_t vlen, mr_error *err) MR_MUST_CHECK;
+mr_status kv_txn_delete(kv_txn *t, const void *key, size_t klen,
+                        mr_error *err) MR_MUST_CHECK;
+
+/*
+ * Commits t durably and frees it, whatever the status. MR_ERR_CONFLICT: a
+ * key t writes was written by someone else after t began; nothing of t was
+ * written. A transaction with no writes commits as a no-op.
+ */
+mr_status kv_txn_commit(kv_txn *t, mr_error *err) MR_MUST_CHECK;
+
+/* Discards t and frees it. t may be NULL. */
+void kv_txn_rollback(kv_txn *t);
+
+#endif /* MR_KV_H */

@@ -1,0 +1,241 @@
+/*
+ * pg_buf.c — message writing (pg_buf), reading (pg_reader) and body
+ * parsing (pg_msg) for the PostgreSQL v3 protocol. See pg_buf.h.
+ */
+#include "pgwire/pg_buf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- pg_buf ------------------------------------------------------------- */
+
+static bool reserve(pg_buf *b, size_t extra) {
+  if (b->failed)
+    return false;
+  if (b->len + extra <= b->cap)
+    return true;
+  size_t cap = b->cap ? b->cap : 8192;
+  while (cap < b->len + extra) {
+    if (cap > SIZE_MAX / 2) {
+      b->failed = true;
+      return false;
+    }
+    cap *= 2;
+  }
+  uint8_t *d = realloc(b->data, cap);
+  if (d == NULL) {
+    b->failed = true;
+    return false;
+  }
+  b->data = d;
+  b->cap = cap;
+  return true;
+}
+
+void pg_buf_bytes(pg_buf *b, const void *p, size_t n) {
+  if (!reserve(b, n))
+    return;
+  if (n)
+    memcpy(b->data + b->len, p, n);
+  b->len += n;
+}
+
+void pg_buf_u8(pg_buf *b, uint8_t v) { pg_buf_bytes(b, &v, 1); }
+
+void pg_buf_i16(pg_buf *b, int16_t v) {
+  uint8_t x[2] = {(uint8_t)((uint16_t)v >> 8), (uint8_t)v};
+  pg_buf_bytes(b, x, 2);
+}
+
+void pg_buf_i32(pg_buf *b, int32_t v) {
+  uint32_t u = (uint32_t)v;
+  uint8_t x[4] = {(uint8_t)(u >> 24), (uint8_t)(u >> 16), (uint8_t)(u >> 8), (uint8_t)u};
+  pg_buf_bytes(b, x, 4);
+}
+
+void pg_buf_str(pg_buf *b, const char *s) { pg_buf_bytes(b, s, strlen(s) + 1); }
+
+void pg_buf_begin(pg_buf *b, char type) {
+  b->msg_start = b->len;
+  b->open = true;
+  pg_buf_u8(b, (uint8_t)type);
+  pg_buf_i32(b, 0); /* patched by pg_buf_end */
+}
+
+void pg_buf_end(pg_buf *b) {
+  if (!b->open)
+    return;
+  b->open = false;
+  if (b->failed)
+    return;
+  size_t body = b->len - b->msg_start - 1; /* length counts itself, not the type */
+  if (body > INT32_MAX) {
+    b->failed = true;
+    return;
+  }
+  uint32_t u = (uint32_t)body;
+  uint8_t *p = b->data + b->msg_start + 1;
+  p[0] = (uint8_t)(u >> 24);
+  p[1] = (uint8_t)(u >> 16);
+  p[2] = (uint8_t)(u >> 8);
+  p[3] = (uint8_t)u;
+}
+
+mr_status pg_buf_flush(pg_buf *b, int fd, mr_error *err) {
+  if (b->failed) {
+    b->len = 0;
+    return mr_fail(err, MR_ERR_NOMEM, "out of memory building a message");
+  }
+  size_t off = 0;
+  while (off < b->len) {
+    ssize_t n = send(fd, b->data + off, b->len - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      b->len = 0;
+      return mr_fail(err, MR_ERR_IO, "send: %s", n < 0 ? strerror(errno) : "closed");
+    }
+    off += (size_t)n;
+  }
+  b->len = 0;
+  return MR_OK;
+}
+
+void pg_buf_free(pg_buf *b) {
+  free(b->data);
+  memset(b, 0, sizeof *b);
+}
+
+/* ---- pg_msg ------------------------------------------------------------- */
+
+const uint8_t *pg_msg_bytes(pg_msg *m, size_t n) {
+  if (m->bad || n > m->len - m->pos) {
+    m->bad = true;
+    return NULL;
+  }
+  const uint8_t *p = m->data + m->pos;
+  m->pos += n;
+  return p;
+}
+
+uint8_t pg_msg_u8(pg_msg *m) {
+  const uint8_t *p = pg_msg_bytes(m, 1);
+  return p ? p[0] : 0;
+}
+
+int16_t pg_msg_i16(pg_msg *m) {
+  const uint8_t *p = pg_msg_bytes(m, 2);
+  return p ? (int16_t)(uint16_t)(p[0] << 8 | p[1]) : 0;
+}
+
+int32_t pg_msg_i32(pg_msg *m) {
+  const uint8_t *p = pg_msg_bytes(m, 4);
+  return p ? (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3])
+           : 0;
+}
+
+const char *pg_msg_str(pg_msg *m) {
+  if (m->bad)
+    return "";
+  const uint8_t *start = m->data + m->pos;
+  const uint8_t *nul = memchr(start, 0, m->len - m->pos);
+  if (nul == NULL) {
+    m->bad = true;
+    return "";
+  }
+  m->pos += (size_t)(nul - start) + 1;
+  return (const char *)start;
+}
+
+bool pg_msg_at_end(const pg_msg *m) { return m->pos == m->len; }
+
+void pg_msg_free(pg_msg *m) {
+  free(m->data);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---- pg_reader ---------------------------------------------------------- */
+
+/* Copies n bytes out of the socket; *eof_clean when EOF came before any. */
+static mr_status read_exact(pg_reader *r, void *out, size_t n, bool *eof_clean, mr_error *err) {
+  uint8_t *o = out;
+  size_t got = 0;
+  if (eof_clean)
+    *eof_clean = false;
+  while (got < n) {
+    if (r->pos < r->have) {
+      size_t take = r->have - r->pos < n - got ? r->have - r->pos : n - got;
+      memcpy(o + got, r->buf + r->pos, take);
+      r->pos += take;
+      got += take;
+      continue;
+    }
+    ssize_t k = read(r->fd, r->buf, sizeof r->buf);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k < 0)
+      return mr_fail(err, MR_ERR_IO, "read: %s", strerror(errno));
+    if (k == 0) {
+      if (got == 0 && eof_clean) {
+        *eof_clean = true;
+        return mr_fail(err, MR_ERR_CLOSED, "client closed the connection");
+      }
+      return mr_fail(err, MR_ERR_IO, "connection closed inside a message");
+    }
+    r->have = (size_t)k;
+    r->pos = 0;
+  }
+  return MR_OK;
+}
+
+static mr_status read_body(pg_reader *r, uint32_t declared, pg_msg *out, mr_error *err) {
+  if (declared < 4)
+    return mr_fail(err, MR_ERR_INVALID, "invalid message length %u", declared);
+  if (declared - 4 > r->max_message)
+    return mr_fail(err, MR_ERR_INVALID, "message of %u bytes exceeds the %zu-byte limit",
+                   declared, r->max_message);
+  out->len = declared - 4;
+  out->pos = 0;
+  out->bad = false;
+  out->data = malloc(out->len + 1);
+  if (out->data == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "out of memory for a %zu-byte message", out->len);
+  out->data[out->len] = 0;
+  mr_status rc = read_exact(r, out->data, out->len, NULL, err);
+  if (rc)
+    pg_msg_free(out);
+  return rc;
+}
+
+mr_status pg_read_startup(pg_reader *r, pg_msg *out, mr_error *err) {
+  memset(out, 0, sizeof *out);
+  uint8_t h[4];
+  bool eof;
+  mr_status rc = read_exact(r, h, 4, &eof, err);
+  if (rc)
+    return rc;
+  uint32_t len = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+  if (len < 8 || len > 10000)
+    return mr_fail(err, MR_ERR_INVALID, "invalid startup packet length %u", len);
+  return read_body(r, len, out, err);
+}
+
+mr_status pg_read_message(pg_reader *r, pg_msg *out, mr_error *err) {
+  memset(out, 0, sizeof *out);
+  uint8_t h[5];
+  bool eof;
+  mr_status rc = read_exact(r, h, 1, &eof, err);
+  if (rc)
+    return rc;
+  rc = read_exact(r, h + 1, 4, NULL, err);
+  if (rc)
+    return rc;
+  uint32_t len = (uint32_t)h[1] << 24 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 8 | h[4];
+  rc = read_body(r, len, out, err);
+  if (rc == MR_OK)
+    out->type = (char)h[0];
+  return rc;
+}

@@ -1,0 +1,242 @@
+/*
+ * sql.h — the SQL engine behind the compatibility front: an embedded DuckDB
+ * 1.5.5 holding the materialized catalog, answering what PostgreSQL clients
+ * (DuckDB's postgres extension, psql, psycopg) send, in PostgreSQL's terms.
+ *
+ * pgwire/ owns bytes on sockets and knows nothing of DuckDB; this layer owns
+ * statement handling and knows nothing of sockets. The seam is this header:
+ * pgwire hands query strings (simple protocol) or one prepared statement
+ * (extended protocol) to a session and receives results through a sink.
+ *
+ * ---------------------------------------------------------------------------
+ * The catalog-store seam (for the layer that persists the catalog)
+ * ---------------------------------------------------------------------------
+ * 1. Pre-load. Before serving, open the engine and materialize the catalog:
+ *      sql_engine_exec(e, "CREATE TABLE public.ducklake_snapshot (...)", &err);
+ *      sql_engine_load_rows(e, "public", "ducklake_snapshot", ncols, nrows,
+ *                           values, &err);          (DuckDB appender, bulk)
+ *    Neither call captures changes nor calls the commit hook.
+ *
+ * 2. Capture. Every session transaction records its row changes as it runs:
+ *    INSERT / UPDATE / DELETE (also under WITH, also UPDATE ... FROM) are run
+ *    with a RETURNING list of every column (as text) appended and the
+ *    returned rows are kept, so the cost is proportional to the rows changed —
+ *    tables are never diffed. COPY ... FROM STDIN goes through a staging table
+ *    and the same INSERT ... RETURNING. Temporary tables are not captured.
+ *    DDL (CREATE / DROP / ALTER ...) is kept as its executed DuckDB SQL text.
+ *    The change set is an ordered list of batches (sql_change_batch): a DDL
+ *    statement, or the rows one statement (or consecutive statements with the
+ *    same table and op) changed in one table.
+ *      INSERT: the full new row.  DELETE: the full old row.
+ *      UPDATE: the full new row (DuckDB has no RETURNING OLD); DuckLake never
+ *              updates an identifying column, so the new row names its record.
+ *
+ * 3. Commit. On COMMIT (explicit, or the implicit commit of an autocommit
+ *    statement or of a multi-statement simple query) with a non-empty change
+ *    set, the engine takes ONE engine-wide commit lock, calls hooks.prepare()
+ *    with the changes BEFORE DuckDB commits, and then:
+ *      prepare() == MR_OK  -> DuckDB COMMIT; then hooks.finished(committed).
+ *      prepare() != MR_OK  -> DuckDB ROLLBACK; the client gets prepare()'s
+ *                             sql_error (use SQLSTATE 40001 and a message
+ *                             containing "conflict" for a write conflict:
+ *                             DuckLake then retries the transaction).
+ *    If DuckDB's own COMMIT fails after prepare() accepted (rare: a unique
+ *    violation DuckDB only detects at commit), finished(committed=false) is
+ *    called under the same lock so the store can undo or stop serving.
+ *    With no hooks registered, commit just commits. Transactions with no
+ *    changes (reads) never call the hooks.
+ *
+ * Ownership: an sql_engine outlives every session opened on it. A session is
+ * used by one thread at a time. Every pointer passed to a sink or hook
+ * callback is valid only during that call.
+ */
+#ifndef MR_SQL_H
+#define MR_SQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/mr_error.h"
+
+typedef struct sql_engine sql_engine;
+typedef struct sql_session sql_session;
+typedef struct sql_prepared sql_prepared;
+
+/* A PostgreSQL-visible error: SQLSTATE (5 chars) + message. */
+typedef struct sql_error {
+  mr_error base;    /* code + message */
+  char sqlstate[6]; /* e.g. "42601" syntax, "40001" conflict, "XX000" */
+} sql_error;
+
+/* Sets code, SQLSTATE and message; returns code. */
+mr_status sql_fail(sql_error *err, mr_status code, const char *sqlstate, const char *fmt, ...)
+    MR_PRINTF(4, 5);
+
+/* ---- values exchanged with the catalog store -------------------------- */
+
+/*
+ * One cell. For BLOB-backed columns (DuckDB types BLOB and pg_bytea, the
+ * latter being what a PostgreSQL BYTEA column becomes) data holds the raw
+ * bytes; for every other type it holds DuckDB's text form of the value (what
+ * CAST(v AS VARCHAR) gives), which casts back losslessly. data is
+ * NUL-terminated one past len.
+ */
+typedef struct sql_value {
+  const char *data;
+  size_t len;
+  bool is_null;
+} sql_value;
+
+typedef enum sql_change_op {
+  SQL_CHANGE_DDL = 0, /* batch holds `sql`, no rows */
+  SQL_CHANGE_INSERT,  /* rows are new rows */
+  SQL_CHANGE_UPDATE,  /* rows are the rows after the update */
+  SQL_CHANGE_DELETE,  /* rows are the rows before the delete */
+} sql_change_op;
+
+typedef struct sql_change_batch {
+  sql_change_op op;
+  const char *sql;           /* DDL only: the statement as DuckDB ran it */
+  const char *schema;        /* row batches: target table */
+  const char *table;
+  size_t ncols;              /* columns of the table, in table order */
+  const char *const *col_names;
+  const char *const *col_types; /* DuckDB type names ("BIGINT", "VARCHAR", "pg_bytea", ...) */
+  size_t nrows;
+  const sql_value *values;   /* nrows * ncols, row-major */
+} sql_change_batch;
+
+typedef struct sql_changes {
+  size_t nbatches;
+  const sql_change_batch *batches; /* in execution order */
+} sql_changes;
+
+typedef struct sql_commit_hooks {
+  void *ctx;
+  /* Under the commit lock, before DuckDB commits. MR_OK lets it commit. */
+  mr_status (*prepare)(void *ctx, const sql_changes *changes, sql_error *err);
+  /* Optional. Under the commit lock, after DuckDB's COMMIT ran. */
+  void (*finished)(void *ctx, const sql_changes *changes, bool committed);
+} sql_commit_hooks;
+
+/* ---- engine ----------------------------------------------------------- */
+
+typedef struct sql_engine_options {
+  const char *database_path; /* NULL: in-memory DuckDB (the catalog lives in RAM) */
+  const char *server_version; /* reported version(), e.g. "15.0 (moraine 0.1.0)" */
+} sql_engine_options;
+
+/* Opens DuckDB, creates schema `public` and moraine's pg_catalog relations. */
+mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_error *err)
+    MR_MUST_CHECK;
+void sql_engine_close(sql_engine *e);
+
+/* Registers (or clears, with NULL) the commit hooks; call before serving. */
+void sql_engine_set_commit_hooks(sql_engine *e, const sql_commit_hooks *hooks);
+
+/* Pre-load: runs SQL outside any session (no capture, no hooks). */
+mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) MR_MUST_CHECK;
+
+/* Pre-load: appends nrows rows (values row-major, ncols per row, in table
+ * column order, sql_value conventions above) to schema.table. */
+mr_status sql_engine_load_rows(sql_engine *e, const char *schema, const char *table, size_t ncols,
+                               size_t nrows, const sql_value *values, sql_error *err) MR_MUST_CHECK;
+
+/* ---- results ---------------------------------------------------------- */
+
+/* One result column as PostgreSQL describes it in RowDescription. */
+typedef struct sql_column {
+  const char *name;
+  uint32_t type_oid; /* PostgreSQL type OID (int8 20, text 25, ...) */
+  int16_t type_len;  /* pg_type.typlen: -1 for varlena */
+  int32_t typmod;    /* -1 when none */
+  int16_t format;    /* 0 text, 1 binary */
+} sql_column;
+
+/*
+ * Where results go. Each callback returns 0 to go on, non-zero to stop
+ * (e.g. the socket failed); the engine then abandons the statement and the
+ * call returns MR_ERR_CLOSED.
+ * data_row: vals[i] NULL for SQL NULL, else lens[i] bytes in the column's
+ * format. COPY TO STDOUT: copy_out_begin, copy_data chunks each holding whole
+ * rows (binary: the PGCOPY header in the first, trailer in the last), then
+ * copy_done. COPY FROM STDIN: copy_in_begin, then copy_in_read until it
+ * returns 0 (CopyDone) or < 0 (CopyFail / connection lost; msg says why).
+ */
+typedef struct sql_sink {
+  void *ctx;
+  int (*row_description)(void *ctx, size_t ncols, const sql_column *cols);
+  int (*no_data)(void *ctx);
+  int (*parameter_description)(void *ctx, size_t nparams, const uint32_t *oids);
+  int (*data_row)(void *ctx, size_t ncols, const char *const *vals, const size_t *lens);
+  int (*copy_out_begin)(void *ctx, bool binary, size_t ncols);
+  int (*copy_data)(void *ctx, const uint8_t *data, size_t len);
+  int (*copy_done)(void *ctx);
+  int (*copy_in_begin)(void *ctx, bool binary, size_t ncols);
+  int (*copy_in_read)(void *ctx, const uint8_t **data, size_t *len, char *msg, size_t msgcap);
+  int (*command_complete)(void *ctx, const char *tag); /* "SELECT 3", "INSERT 0 1", ... */
+  int (*empty_query)(void *ctx);
+  int (*parameter_status)(void *ctx, const char *name, const char *value);
+} sql_sink;
+
+/* ---- sessions --------------------------------------------------------- */
+
+mr_status sql_session_open(sql_engine *e, const char *user, const char *database, sql_session **out,
+                           sql_error *err) MR_MUST_CHECK;
+void sql_session_close(sql_session *s);
+
+/* Transaction status as ReadyForQuery reports it: 'I', 'T' or 'E'. */
+char sql_session_status(const sql_session *s);
+
+/* The value of a GUC as SHOW reports it, or NULL (valid until the next call). */
+const char *sql_session_guc(sql_session *s, const char *name);
+
+/*
+ * Simple protocol: runs every statement of `query` in order, each result
+ * into sink; stops at the first error and returns it (results already sent
+ * stay sent). PostgreSQL's rules: outside BEGIN, a multi-statement string is
+ * one implicit transaction; inside, an error leaves it aborted ('E') and later
+ * statements fail with 25P02 until ROLLBACK. An empty string gives
+ * empty_query.
+ */
+mr_status sql_session_simple_query(sql_session *s, const char *query, const sql_sink *sink,
+                                   sql_error *err) MR_MUST_CHECK;
+
+/*
+ * Extended protocol. Parse: prepares `query` (one statement; a string with
+ * several statements is accepted and described as NoData). param_oids may
+ * give the client's parameter types (0 = unspecified). The sql_prepared
+ * belongs to the session and dies with sql_prepared_free or the session.
+ */
+mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_oids,
+                              const uint32_t *param_oids, sql_prepared **out,
+                              sql_error *err) MR_MUST_CHECK;
+void sql_prepared_free(sql_prepared *p);
+size_t sql_prepared_nparams(const sql_prepared *p);
+
+/* Describe: parameter_description (when with_params) then row_description
+ * or no_data. result_formats as in Bind (n = 0: all text; 1: applies to all). */
+mr_status sql_prepared_describe(sql_session *s, sql_prepared *p, bool with_params,
+                                size_t nformats, const int16_t *result_formats,
+                                const sql_sink *sink, sql_error *err) MR_MUST_CHECK;
+
+/* Execute with bound parameters (vals[i] NULL = SQL NULL; formats as in Bind).
+ * Sends data rows (no RowDescription: Describe does that) and the command
+ * tag. */
+mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
+                               const char *const *vals, const size_t *lens, size_t nparam_formats,
+                               const int16_t *param_formats, size_t nformats,
+                               const int16_t *result_formats, const sql_sink *sink,
+                               sql_error *err) MR_MUST_CHECK;
+
+/* Called by pgwire when an extended-protocol error skips to Sync: marks an
+ * open transaction aborted, or rolls back an implicit one. */
+void sql_session_error_at_sync(sql_session *s);
+/* Called at Sync: commits an implicit extended-protocol transaction. */
+mr_status sql_session_sync(sql_session *s, sql_error *err) MR_MUST_CHECK;
+
+/* DISCARD ALL / connection reset outside a transaction. */
+void sql_session_reset(sql_session *s);
+
+#endif /* MR_SQL_H */

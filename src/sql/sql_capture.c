@@ -1,0 +1,228 @@
+/*
+ * sql_capture.c — a transaction's change set (see "Capture" in sql.h).
+ *
+ * Rows come from the RETURNING * result of each DML statement, so capture
+ * costs O(rows changed). Consecutive statements on the same table with the
+ * same op extend one batch. All memory is owned here and freed by
+ * sql_capture_clear.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sql/sql_internal.h"
+
+static void free_batch(sql_change_batch *b) {
+  free((char *)b->sql);
+  free((char *)b->schema);
+  free((char *)b->table);
+  for (size_t i = 0; i < b->ncols; i++) {
+    free((char *)b->col_names[i]);
+    free((char *)b->col_types[i]);
+  }
+  free((void *)b->col_names);
+  free((void *)b->col_types);
+  for (size_t i = 0; i < b->nrows * b->ncols; i++)
+    free((char *)b->values[i].data);
+  free((void *)b->values);
+}
+
+void sql_capture_clear(sql_capture *c) {
+  for (size_t i = 0; i < c->n; i++)
+    free_batch(&c->batches[i]);
+  free(c->batches);
+  memset(c, 0, sizeof *c);
+}
+
+static sql_change_batch *new_batch(sql_capture *c) {
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 8;
+    sql_change_batch *v = realloc(c->batches, cap * sizeof *v);
+    if (v == NULL)
+      return NULL;
+    c->batches = v;
+    c->cap = cap;
+  }
+  sql_change_batch *b = &c->batches[c->n++];
+  memset(b, 0, sizeof *b);
+  return b;
+}
+
+mr_status sql_capture_ddl(sql_capture *c, const char *sql, sql_error *err) {
+  sql_change_batch *b = new_batch(c);
+  if (b == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  b->op = SQL_CHANGE_DDL;
+  b->sql = sql_strdup(sql);
+  if (b->sql == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  return MR_OK;
+}
+
+/* The table's DuckDB column type names, in column order. */
+static mr_status column_types(duckdb_connection con, const char *dbname, const char *schema,
+                              const char *table, size_t ncols, char **types, sql_error *err) {
+  duckdb_prepared_statement ps;
+  if (duckdb_prepare(con,
+                     "SELECT data_type FROM duckdb_columns() WHERE database_name = $1 AND "
+                     "schema_name = $2 AND table_name = $3 ORDER BY column_index",
+                     &ps) != DuckDBSuccess) {
+    mr_status rc = sql_fail_duckdb(err, duckdb_prepare_error(ps));
+    duckdb_destroy_prepare(&ps);
+    return rc;
+  }
+  duckdb_bind_varchar(ps, 1, dbname);
+  duckdb_bind_varchar(ps, 2, schema);
+  duckdb_bind_varchar(ps, 3, table);
+  duckdb_result r;
+  mr_status rc = MR_OK;
+  if (duckdb_execute_prepared(ps, &r) != DuckDBSuccess) {
+    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+  } else {
+    idx_t n = duckdb_row_count(&r);
+    for (size_t i = 0; i < ncols; i++) {
+      char *v = i < n ? duckdb_value_varchar(&r, 0, i) : NULL;
+      types[i] = sql_strdup(v ? v : "VARCHAR");
+      if (v)
+        duckdb_free(v);
+      if (types[i] == NULL)
+        rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    }
+  }
+  duckdb_destroy_result(&r);
+  duckdb_destroy_prepare(&ps);
+  return rc;
+}
+
+static bool same_table(const sql_change_batch *b, int op, const char *schema, const char *table,
+                       duckdb_result *r) {
+  if (b->op == SQL_CHANGE_DDL || (int)b->op != op || strcmp(b->schema, schema) != 0 ||
+      strcmp(b->table, table) != 0 || b->ncols != duckdb_column_count(r))
+    return false;
+  for (size_t i = 0; i < b->ncols; i++)
+    if (strcmp(b->col_names[i], duckdb_column_name(r, i)) != 0)
+      return false;
+  return true;
+}
+
+char *sql_capture_returning(duckdb_connection con, const char *schema, const char *table,
+                            sql_error *err) {
+  char *qs = sql_quote_ident(schema), *qt = sql_quote_ident(table);
+  sql_strbuf b = {0};
+  sql_strbuf_addf(&b, "SELECT * FROM %s.%s LIMIT 0", qs ? qs : "", qt ? qt : "");
+  char *probe = sql_strbuf_take(&b);
+  duckdb_prepared_statement ps = NULL;
+  char *out = NULL;
+  if (probe && duckdb_prepare(con, probe, &ps) != DuckDBSuccess) {
+    sql_fail_duckdb(err, duckdb_prepare_error(ps));
+  } else if (probe) {
+    size_t n = duckdb_prepared_statement_column_count(ps);
+    for (size_t i = 0; i < n; i++) {
+      const char *name = duckdb_prepared_statement_column_name(ps, i);
+      char *qc = sql_quote_ident(name ? name : "?");
+      if (duckdb_prepared_statement_column_type(ps, i) == DUCKDB_TYPE_BLOB)
+        sql_strbuf_addf(&b, "%s%s.%s AS %s", i ? ", " : "", qt, qc, qc);
+      else
+        sql_strbuf_addf(&b, "%sCAST(%s.%s AS VARCHAR) AS %s", i ? ", " : "", qt, qc, qc);
+      free(qc);
+      duckdb_free((void *)name);
+    }
+    out = sql_strbuf_take(&b);
+    if (out == NULL)
+      sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  } else {
+    sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  }
+  if (ps)
+    duckdb_destroy_prepare(&ps);
+  free(probe);
+  free(qs);
+  free(qt);
+  return out;
+}
+
+/* Appends one chunk's rows (VARCHAR / BLOB vectors) to batch b. */
+static mr_status add_chunk(sql_change_batch *b, duckdb_data_chunk chunk, sql_error *err) {
+  size_t ncols = b->ncols;
+  idx_t n = duckdb_data_chunk_get_size(chunk);
+  sql_value *vals = realloc((void *)b->values, (b->nrows + n) * ncols * sizeof *vals);
+  if (vals == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  memset(vals + b->nrows * ncols, 0, n * ncols * sizeof *vals);
+  b->values = vals;
+  mr_status rc = MR_OK;
+  for (size_t col = 0; col < ncols; col++) {
+    duckdb_vector vec = duckdb_data_chunk_get_vector(chunk, col);
+    duckdb_string_t *data = duckdb_vector_get_data(vec);
+    uint64_t *valid = duckdb_vector_get_validity(vec);
+    for (idx_t row = 0; row < n; row++) {
+      sql_value *out = &vals[(b->nrows + row) * ncols + col];
+      if (valid && !duckdb_validity_row_is_valid(valid, row)) {
+        out->is_null = true;
+        continue;
+      }
+      uint32_t len = duckdb_string_t_length(data[row]);
+      char *copy = sql_strndup(duckdb_string_t_data(&data[row]), len);
+      if (copy == NULL) {
+        out->is_null = true;
+        rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+        continue;
+      }
+      out->data = copy;
+      out->len = len;
+    }
+  }
+  b->nrows += n;
+  return rc;
+}
+
+mr_status sql_capture_result(sql_capture *c, duckdb_connection con, const char *dbname, int op,
+                             const char *schema, const char *table, duckdb_result *r,
+                             uint64_t *count, sql_error *err) {
+  *count = 0;
+  size_t ncols = duckdb_column_count(r);
+  sql_change_batch *b = NULL;
+  mr_status rc = MR_OK;
+  duckdb_data_chunk chunk;
+  while (rc == MR_OK && (chunk = duckdb_fetch_chunk(*r)) != NULL) {
+    if (b == NULL) {
+      b = c->n ? &c->batches[c->n - 1] : NULL;
+      if (b == NULL || !same_table(b, op, schema, table, r)) {
+        b = new_batch(c);
+        if (b == NULL)
+          rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+        char **names = NULL, **types = NULL;
+        if (rc == MR_OK) {
+          b->op = (sql_change_op)op;
+          b->schema = sql_strdup(schema);
+          b->table = sql_strdup(table);
+          names = calloc(ncols ? ncols : 1, sizeof *names);
+          types = calloc(ncols ? ncols : 1, sizeof *types);
+          b->col_names = (const char *const *)names;
+          b->col_types = (const char *const *)types;
+          if (!b->schema || !b->table || !names || !types)
+            rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+          else
+            b->ncols = ncols;
+        }
+        for (size_t i = 0; rc == MR_OK && i < ncols; i++) {
+          names[i] = sql_strdup(duckdb_column_name(r, i));
+          if (names[i] == NULL)
+            rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+        }
+        if (rc == MR_OK)
+          rc = column_types(con, dbname, schema, table, ncols, types, err);
+      }
+    }
+    if (rc == MR_OK) {
+      *count += duckdb_data_chunk_get_size(chunk);
+      rc = add_chunk(b, chunk, err);
+    }
+    duckdb_destroy_data_chunk(&chunk);
+  }
+  return rc;
+}
+
+sql_changes sql_capture_view(const sql_capture *c) {
+  sql_changes v = {c->n, c->batches};
+  return v;
+}

@@ -1,0 +1,287 @@
+/*
+ * sql_engine.c — the embedded DuckDB: opening it, moraine's pg_catalog,
+ * the commit hooks and the pre-load API of sql.h. Sessions live in
+ * sql_session.c.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sql/sql_internal.h"
+#include "sql/sql_pgcatalog.h"
+
+mr_status sql_fail(sql_error *err, mr_status code, const char *sqlstate, const char *fmt, ...) {
+  if (err == NULL)
+    return code;
+  err->base.code = code;
+  snprintf(err->sqlstate, sizeof err->sqlstate, "%s", sqlstate ? sqlstate : "XX000");
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(err->base.msg, sizeof err->base.msg, fmt, ap);
+  va_end(ap);
+  if (n >= (int)sizeof err->base.msg)
+    memcpy(err->base.msg + sizeof err->base.msg - 4, "...", 4);
+  return code;
+}
+
+/* X(DuckDB message prefix, SQLSTATE): DuckDB error classes -> SQLSTATE. */
+#define DUCK_ERROR_TABLE(X)                                                                \
+  X("Parser Error", "42601")                                                               \
+  X("Syntax Error", "42601")                                                               \
+  X("Catalog Error", "42P01")                                                              \
+  X("Binder Error", "42703")                                                               \
+  X("Constraint Error", "23000")                                                           \
+  X("Conversion Error", "22P02")                                                           \
+  X("Out of Range Error", "22003")                                                         \
+  X("Invalid Input Error", "22023")                                                        \
+  X("Not implemented Error", "0A000")                                                      \
+  X("TransactionContext Error", "25000")                                                   \
+  X("Dependency Error", "2BP01")                                                           \
+  X("Permission Error", "42501")                                                           \
+  X("IO Error", "58030")                                                                   \
+  X("Out of Memory Error", "53200")                                                        \
+  X("INTERRUPT Error", "57014")                                                            \
+  X("Interrupt Error", "57014")                                                            \
+  X("Sequence Error", "2200H")                                                             \
+  X("Invalid Error", "XX000")                                                              \
+  X("Internal Error", "XX000")                                                             \
+  X("FATAL Error", "XX000")
+
+static bool contains_ci(const char *hay, const char *needle) {
+  size_t n = strlen(needle);
+  for (const char *p = hay; *p; p++)
+    if (strncasecmp(p, needle, n) == 0)
+      return true;
+  return false;
+}
+
+mr_status sql_fail_duckdb(sql_error *err, const char *msg) {
+  if (msg == NULL)
+    msg = "unknown DuckDB error";
+  const char *state = "XX000";
+#define DUCK_ERROR_MATCH(prefix, code)                                                     \
+  if (strncmp(msg, prefix, strlen(prefix)) == 0)                                           \
+    state = code;
+  DUCK_ERROR_TABLE(DUCK_ERROR_MATCH)
+#undef DUCK_ERROR_MATCH
+  /* finer classes within a DuckDB error class */
+  if (strcmp(state, "23000") == 0) {
+    if (contains_ci(msg, "NOT NULL"))
+      state = "23502";
+    else if (contains_ci(msg, "primary key") || contains_ci(msg, "unique") ||
+             contains_ci(msg, "duplicate key"))
+      state = "23505";
+    else if (contains_ci(msg, "foreign key"))
+      state = "23503";
+  } else if (strcmp(state, "42P01") == 0) {
+    if (contains_ci(msg, "already exists"))
+      state = "42P07";
+    else if (contains_ci(msg, "Schema with name") && contains_ci(msg, "does not exist"))
+      state = "3F000";
+    else if (contains_ci(msg, "Function") || contains_ci(msg, "Macro"))
+      state = "42883";
+    else if (!contains_ci(msg, "Table") && !contains_ci(msg, "View"))
+      state = "42704";
+  } else if (strcmp(state, "42703") == 0) {
+    if (contains_ci(msg, "No function matches"))
+      state = "42883";
+    else if (!contains_ci(msg, "column"))
+      state = "42000";
+  } else if (strcmp(state, "25000") == 0 && contains_ci(msg, "conflict")) {
+    state = "40001";
+  }
+  return sql_fail(err, MR_ERR_INVALID, state, "%s", msg);
+}
+
+static mr_status exec_on(duckdb_connection con, const char *sql, sql_error *err) {
+  duckdb_result r;
+  mr_status rc = MR_OK;
+  if (duckdb_query(con, sql, &r) != DuckDBSuccess)
+    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+  duckdb_destroy_result(&r);
+  return rc;
+}
+
+static char *query_string(duckdb_connection con, const char *sql) {
+  duckdb_result r;
+  char *out = NULL;
+  if (duckdb_query(con, sql, &r) == DuckDBSuccess && duckdb_row_count(&r) > 0) {
+    char *v = duckdb_value_varchar(&r, 0, 0);
+    out = sql_strdup(v);
+    duckdb_free(v);
+  }
+  duckdb_destroy_result(&r);
+  return out;
+}
+
+mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_error *err) {
+  *out = NULL;
+  sql_engine *e = calloc(1, sizeof *e);
+  if (e == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  pthread_mutex_init(&e->admin_lock, NULL);
+  pthread_mutex_init(&e->commit_lock, NULL);
+  e->version = sql_strdup(opts && opts->server_version ? opts->server_version : "15.0 (moraine)");
+  duckdb_config cfg;
+  mr_status rc = MR_OK;
+  if (duckdb_create_config(&cfg) != DuckDBSuccess) {
+    free(e->version);
+    free(e);
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "cannot create DuckDB config");
+  }
+  /* no downloads, no extension autoloading: the engine is self-contained */
+  duckdb_set_config(cfg, "autoinstall_known_extensions", "false");
+  duckdb_set_config(cfg, "autoload_known_extensions", "false");
+  char *open_err = NULL;
+  const char *path = opts && opts->database_path ? opts->database_path : NULL;
+  if (duckdb_open_ext(path, &e->db, cfg, &open_err) != DuckDBSuccess) {
+    rc = sql_fail(err, MR_ERR_IO, "58030", "cannot open DuckDB: %s", open_err ? open_err : "?");
+    duckdb_free(open_err);
+    duckdb_destroy_config(&cfg);
+    free(e->version);
+    free(e);
+    return rc;
+  }
+  duckdb_destroy_config(&cfg);
+  if (duckdb_connect(e->db, &e->admin) != DuckDBSuccess) {
+    sql_engine_close(e);
+    return sql_fail(err, MR_ERR_IO, "58030", "cannot connect to DuckDB");
+  }
+  e->dbname = query_string(e->admin, "SELECT current_database()");
+  if (e->dbname == NULL) {
+    sql_engine_close(e);
+    return sql_fail(err, MR_ERR_IO, "XX000", "cannot read DuckDB's database name");
+  }
+  rc = exec_on(e->admin, "CREATE SCHEMA IF NOT EXISTS public", err);
+  if (rc == MR_OK)
+    rc = sql_pgcatalog_install(e->admin, e->dbname, e->version, err);
+  if (rc == MR_OK) {
+    e->search_path_sql = sql_pgcatalog_search_path(e->dbname);
+    if (e->search_path_sql == NULL)
+      rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  }
+  if (rc == MR_OK)
+    rc = exec_on(e->admin, e->search_path_sql, err);
+  if (rc) {
+    sql_engine_close(e);
+    return rc;
+  }
+  *out = e;
+  return MR_OK;
+}
+
+void sql_engine_close(sql_engine *e) {
+  if (e == NULL)
+    return;
+  if (e->admin)
+    duckdb_disconnect(&e->admin);
+  if (e->db)
+    duckdb_close(&e->db);
+  pthread_mutex_destroy(&e->admin_lock);
+  pthread_mutex_destroy(&e->commit_lock);
+  free(e->dbname);
+  free(e->search_path_sql);
+  free(e->version);
+  free(e);
+}
+
+void sql_engine_set_commit_hooks(sql_engine *e, const sql_commit_hooks *hooks) {
+  pthread_mutex_lock(&e->commit_lock);
+  if (hooks && hooks->prepare) {
+    e->hooks = *hooks;
+    e->has_hooks = true;
+  } else {
+    memset(&e->hooks, 0, sizeof e->hooks);
+    e->has_hooks = false;
+  }
+  pthread_mutex_unlock(&e->commit_lock);
+}
+
+mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) {
+  char *rewritten;
+  mr_status rc = sql_rewrite(sql, &rewritten, err);
+  if (rc)
+    return rc;
+  pthread_mutex_lock(&e->admin_lock);
+  rc = exec_on(e->admin, rewritten, err);
+  pthread_mutex_unlock(&e->admin_lock);
+  free(rewritten);
+  return rc;
+}
+
+mr_status sql_engine_load_rows(sql_engine *e, const char *schema, const char *table, size_t ncols,
+                               size_t nrows, const sql_value *values, sql_error *err) {
+  /* Appends go to a staging table whose pg_bytea columns are BLOB (the
+   * appender ignores registered casts), then one INSERT ... SELECT. */
+  char *qd = sql_quote_ident(e->dbname), *qs = sql_quote_ident(schema), *qt = sql_quote_ident(table);
+  sql_strbuf b = {0};
+  sql_strbuf_addf(&b, "%s.%s.%s", qd ? qd : "", qs ? qs : "", qt ? qt : "");
+  char *target = sql_strbuf_take(&b);
+  free(qd);
+  free(qs);
+  free(qt);
+  if (target == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  pthread_mutex_lock(&e->admin_lock);
+  mr_status rc = MR_OK;
+  sql_strbuf_addf(&b, "SELECT * FROM %s LIMIT 0", target);
+  char *probe = sql_strbuf_take(&b);
+  char *cols = probe ? sql_stage_select(e->admin, probe, err) : NULL;
+  free(probe);
+  if (cols == NULL)
+    rc = err && err->base.code ? err->base.code : MR_ERR_NOMEM;
+  if (rc == MR_OK) {
+    sql_strbuf_addf(&b, "CREATE OR REPLACE TEMP TABLE __moraine_load AS SELECT %s FROM %s LIMIT 0",
+                    cols, target);
+    char *create = sql_strbuf_take(&b);
+    rc = create ? exec_on(e->admin, create, err) : sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    free(create);
+  }
+  free(cols);
+  duckdb_appender app = NULL;
+  if (rc == MR_OK &&
+      duckdb_appender_create_ext(e->admin, "temp", "main", "__moraine_load", &app) != DuckDBSuccess)
+    rc = sql_fail_duckdb(err, duckdb_appender_error(app));
+  if (rc == MR_OK && duckdb_appender_column_count(app) != ncols)
+    rc = sql_fail(err, MR_ERR_INVALID, "22023", "%s.%s has %llu columns, %zu given", schema, table,
+                  (unsigned long long)duckdb_appender_column_count(app), ncols);
+  bool *is_blob = calloc(ncols ? ncols : 1, sizeof *is_blob);
+  if (rc == MR_OK && is_blob == NULL)
+    rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  for (size_t c = 0; rc == MR_OK && c < ncols; c++) {
+    duckdb_logical_type lt = duckdb_appender_column_type(app, c);
+    is_blob[c] = duckdb_get_type_id(lt) == DUCKDB_TYPE_BLOB;
+    duckdb_destroy_logical_type(&lt);
+  }
+  for (size_t r = 0; rc == MR_OK && r < nrows; r++) {
+    for (size_t c = 0; rc == MR_OK && c < ncols; c++) {
+      const sql_value *v = &values[r * ncols + c];
+      duckdb_state st = v->is_null   ? duckdb_append_null(app)
+                        : is_blob[c] ? duckdb_append_blob(app, v->data, v->len)
+                                     : duckdb_append_varchar_length(app, v->data, v->len);
+      if (st != DuckDBSuccess)
+        rc = sql_fail_duckdb(err, duckdb_appender_error(app));
+    }
+    if (rc == MR_OK && duckdb_appender_end_row(app) != DuckDBSuccess)
+      rc = sql_fail_duckdb(err, duckdb_appender_error(app));
+  }
+  if (rc == MR_OK && duckdb_appender_flush(app) != DuckDBSuccess)
+    rc = sql_fail_duckdb(err, duckdb_appender_error(app));
+  if (app)
+    duckdb_appender_destroy(&app);
+  free(is_blob);
+  if (rc == MR_OK) {
+    sql_strbuf_addf(&b, "INSERT INTO %s SELECT * FROM temp.main.__moraine_load", target);
+    char *ins = sql_strbuf_take(&b);
+    rc = ins ? exec_on(e->admin, ins, err) : sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    free(ins);
+  }
+  sql_error ignore;
+  if (exec_on(e->admin, "DROP TABLE IF EXISTS temp.main.__moraine_load", &ignore)) {
+  }
+  pthread_mutex_unlock(&e->admin_lock);
+  free(target);
+  return rc;
+}

@@ -1,0 +1,129 @@
+/*
+ * sql_internal.h — the engine, session and change-capture structures shared
+ * by the files of src/sql. Not part of the seam: nothing outside src/sql
+ * includes this.
+ *
+ * Invariants:
+ *  - engine->commit_lock is held around every hooks.prepare + DuckDB COMMIT
+ *    pair, and nowhere else; so commits are totally ordered.
+ *  - session->status is 'T' or 'E' exactly when the session's DuckDB
+ *    connection has an open transaction that moraine began.
+ *  - session->cap holds the changes of the open transaction only; it is
+ *    cleared at every commit and rollback.
+ */
+#ifndef MR_SQL_INTERNAL_H
+#define MR_SQL_INTERNAL_H
+
+#include <duckdb.h>
+#include <pthread.h>
+
+#include "sql/sql.h"
+#include "sql/sql_lex.h"
+#include "sql/sql_types.h"
+#include "sql/sql_util.h"
+
+struct sql_engine {
+  duckdb_database db;
+  duckdb_connection admin; /* pre-load calls; serialized by admin_lock */
+  pthread_mutex_t admin_lock;
+  pthread_mutex_t commit_lock;
+  sql_commit_hooks hooks;
+  bool has_hooks;
+  char *dbname;           /* DuckDB database holding the catalog tables */
+  char *search_path_sql;  /* SET search_path = ... for every connection */
+  char *version;          /* "15.0 (moraine x.y.z)" */
+};
+
+/* ---- change capture (sql_capture.c) ------------------------------------ */
+
+typedef struct sql_capture {
+  sql_change_batch *batches;
+  size_t n;
+  size_t cap;
+} sql_capture;
+
+void sql_capture_clear(sql_capture *c);
+/* The RETURNING list moraine appends to a DML statement on schema.table:
+ * every column, as VARCHAR (BLOB-backed columns raw). Caller frees. */
+char *sql_capture_returning(duckdb_connection con, const char *schema, const char *table,
+                            sql_error *err);
+/* Rows of the result of a DML statement run with that RETURNING list;
+ * *count gets the number of rows changed. */
+mr_status sql_capture_result(sql_capture *c, duckdb_connection con, const char *dbname, int op,
+                             const char *schema, const char *table, duckdb_result *r,
+                             uint64_t *count, sql_error *err) MR_MUST_CHECK;
+mr_status sql_capture_ddl(sql_capture *c, const char *sql, sql_error *err) MR_MUST_CHECK;
+sql_changes sql_capture_view(const sql_capture *c);
+
+/* ---- sessions (sql_session.c) ------------------------------------------ */
+
+typedef struct sql_guc {
+  char *name;
+  char *value;
+} sql_guc;
+
+struct sql_session {
+  sql_engine *e;
+  duckdb_connection con;
+  char status;   /* 'I', 'T', 'E' */
+  bool implicit; /* the open transaction is implicit (commits at end of query / Sync) */
+  bool read_only;
+  sql_capture cap;
+  sql_guc *gucs;
+  size_t ngucs;
+  char *user;
+  char *database;
+  char show_buf[256];
+  sql_prepared *prepared; /* list, for cleanup at close */
+  char **temp_drops;      /* ON COMMIT DROP temp tables of the open transaction */
+  size_t ntemp_drops;
+};
+
+struct sql_prepared {
+  sql_session *s;
+  sql_prepared *next;
+  sql_prepared **prevp;
+  char *sql;         /* as the client sent it */
+  sql_kind kind;
+  bool multi;        /* several statements: NoData, run like a simple query */
+  duckdb_prepared_statement ps; /* DuckDB-run kinds; NULL otherwise */
+  duckdb_prepared_statement ps_text; /* text-format variant (sql_text_wrap) or NULL */
+  sql_dml_target dml;           /* SQL_KIND_DML: capture target */
+  bool capture;                 /* ps has RETURNING * appended by moraine */
+  size_t nparams;
+  uint32_t *param_oids;
+};
+
+/* Maps a DuckDB error message onto SQLSTATE + message. */
+mr_status sql_fail_duckdb(sql_error *err, const char *msg);
+
+/* Result streaming (sql_result.c). Text unless any format is binary. */
+mr_status sql_send_result(sql_session *s, duckdb_result *r, duckdb_prepared_statement types_from,
+                          bool describe, size_t nformats, const int16_t *formats,
+                          const sql_sink *sink, uint64_t *nrows, sql_error *err) MR_MUST_CHECK;
+/* For a SELECT with columns duckdb_value_varchar cannot format (TIMESTAMPTZ,
+ * lists, structs, ...): the same query with those columns cast to VARCHAR
+ * (lists as {a,b}); NULL when no wrap is needed. Caller frees. */
+char *sql_text_wrap(duckdb_prepared_statement ps, const char *sql);
+/* Columns of a prepared statement as RowDescription would give them. */
+mr_status sql_describe_columns(duckdb_prepared_statement ps, size_t nformats,
+                               const int16_t *formats, const sql_sink *sink,
+                               sql_error *err) MR_MUST_CHECK;
+
+/* COPY (sql_copy.c). */
+mr_status sql_copy_out(sql_session *s, const sql_copy_stmt *c, const sql_sink *sink,
+                       uint64_t *nrows, sql_error *err) MR_MUST_CHECK;
+mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *sink,
+                      uint64_t *nrows, sql_error *err) MR_MUST_CHECK;
+
+/* Staging-table select list for select_sql's columns (pg_bytea -> BLOB). */
+char *sql_stage_select(duckdb_connection con, const char *select_sql, sql_error *err);
+
+/* Runs a DML statement (already rewritten) capturing its rows. */
+mr_status sql_run_dml(sql_session *s, const char *sql, const sql_dml_target *d, uint64_t *count,
+                      sql_error *err) MR_MUST_CHECK;
+
+#define SQL_SINK_CALL(sink, fn, ...) ((sink)->fn ? (sink)->fn((sink)->ctx, __VA_ARGS__) : 0)
+#define SQL_SINK_CALL0(sink, fn) ((sink)->fn ? (sink)->fn((sink)->ctx) : 0)
+
+#endif /* MR_SQL_INTERNAL_H */

@@ -1,0 +1,385 @@
+/*
+ * sql_pgcatalog.c — the catalog-introspection answers: moraine's pg_catalog
+ * views and macros (see sql_pgcatalog.h), and the pg_bytea type whose casts
+ * give '\x..' literals PostgreSQL's bytea meaning.
+ *
+ * The views are written for the exact queries DuckDB's postgres extension
+ * sends (postgres_schema_set / table_set / type_set / index_set on the v1.5
+ * line) and for simple psql use; they are not a complete pg_catalog.
+ */
+#include "sql/sql_pgcatalog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sql/sql_types.h"
+#include "sql/sql_util.h"
+
+/* ---- pg_bytea ------------------------------------------------------------ */
+
+static void set_null(duckdb_vector out, idx_t row) {
+  duckdb_vector_ensure_validity_writable(out);
+  duckdb_validity_set_row_invalid(duckdb_vector_get_validity(out), row);
+}
+
+/* VARCHAR -> pg_bytea: PostgreSQL bytea input (hex '\x..' or escape). */
+static bool cast_text_to_bytea(duckdb_function_info info, idx_t count, duckdb_vector input,
+                               duckdb_vector output) {
+  duckdb_string_t *in = duckdb_vector_get_data(input);
+  uint64_t *valid = duckdb_vector_get_validity(input);
+  sql_strbuf b = {0};
+  bool ok = true;
+  for (idx_t i = 0; i < count; i++) {
+    if (valid && !duckdb_validity_row_is_valid(valid, i)) {
+      set_null(output, i);
+      continue;
+    }
+    const char *p = duckdb_string_t_data(&in[i]);
+    uint32_t n = duckdb_string_t_length(in[i]);
+    sql_strbuf_reset(&b);
+    if (!pg_bytea_decode(p, n, &b) || b.failed) {
+      duckdb_cast_function_set_row_error(info, "invalid input syntax for type bytea", i, output);
+      ok = false;
+      continue;
+    }
+    duckdb_vector_assign_string_element_len(output, i, b.data ? b.data : "", b.len);
+  }
+  sql_strbuf_free(&b);
+  return ok;
+}
+
+/* BLOB <-> pg_bytea: same bytes. */
+static bool cast_same_bytes(duckdb_function_info info, idx_t count, duckdb_vector input,
+                            duckdb_vector output) {
+  duckdb_string_t *in = duckdb_vector_get_data(input);
+  uint64_t *valid = duckdb_vector_get_validity(input);
+  for (idx_t i = 0; i < count; i++) {
+    if (valid && !duckdb_validity_row_is_valid(valid, i)) {
+      set_null(output, i);
+      continue;
+    }
+    duckdb_vector_assign_string_element_len(output, i, duckdb_string_t_data(&in[i]),
+                                            duckdb_string_t_length(in[i]));
+  }
+  return true;
+}
+
+/* pg_bytea -> VARCHAR: PostgreSQL's output '\x0102'. */
+static bool cast_bytea_to_text(duckdb_function_info info, idx_t count, duckdb_vector input,
+                               duckdb_vector output) {
+  duckdb_string_t *in = duckdb_vector_get_data(input);
+  uint64_t *valid = duckdb_vector_get_validity(input);
+  sql_strbuf b = {0};
+  for (idx_t i = 0; i < count; i++) {
+    if (valid && !duckdb_validity_row_is_valid(valid, i)) {
+      set_null(output, i);
+      continue;
+    }
+    sql_strbuf_reset(&b);
+    pg_bytea_encode_hex(&b, (const uint8_t *)duckdb_string_t_data(&in[i]),
+                        duckdb_string_t_length(in[i]));
+    duckdb_vector_assign_string_element_len(output, i, b.data ? b.data : "", b.len);
+  }
+  sql_strbuf_free(&b);
+  return !b.failed;
+}
+
+static mr_status add_cast(duckdb_connection con, duckdb_logical_type from, duckdb_logical_type to,
+                          duckdb_cast_function_t fn, int64_t cost, sql_error *err) {
+  duckdb_cast_function cf = duckdb_create_cast_function();
+  duckdb_cast_function_set_source_type(cf, from);
+  duckdb_cast_function_set_target_type(cf, to);
+  duckdb_cast_function_set_function(cf, fn);
+  if (cost >= 0)
+    duckdb_cast_function_set_implicit_cast_cost(cf, cost);
+  duckdb_state st = duckdb_register_cast_function(con, cf);
+  duckdb_destroy_cast_function(&cf);
+  if (st != DuckDBSuccess)
+    return sql_fail(err, MR_ERR_INVALID, "XX000", "cannot register a pg_bytea cast");
+  return MR_OK;
+}
+
+static mr_status install_bytea(duckdb_connection con, sql_error *err) {
+  duckdb_logical_type bytea = duckdb_create_logical_type(DUCKDB_TYPE_BLOB);
+  duckdb_logical_type_set_alias(bytea, "pg_bytea");
+  duckdb_logical_type blob = duckdb_create_logical_type(DUCKDB_TYPE_BLOB);
+  duckdb_logical_type text = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+  mr_status rc = MR_OK;
+  if (duckdb_register_logical_type(con, bytea, NULL) != DuckDBSuccess)
+    rc = sql_fail(err, MR_ERR_INVALID, "XX000", "cannot register type pg_bytea");
+  if (!rc)
+    rc = add_cast(con, text, bytea, cast_text_to_bytea, 1, err);
+  if (!rc)
+    rc = add_cast(con, blob, bytea, cast_same_bytes, 1, err);
+  if (!rc)
+    rc = add_cast(con, bytea, blob, cast_same_bytes, 1, err);
+  if (!rc)
+    rc = add_cast(con, bytea, text, cast_bytea_to_text, -1, err);
+  duckdb_destroy_logical_type(&bytea);
+  duckdb_destroy_logical_type(&blob);
+  duckdb_destroy_logical_type(&text);
+  return rc;
+}
+
+/* ---- views and macros --------------------------------------------------- */
+
+static mr_status run(duckdb_connection con, const char *sql, sql_error *err) {
+  duckdb_result r;
+  if (duckdb_query(con, sql, &r) != DuckDBSuccess) {
+    sql_fail(err, MR_ERR_INVALID, "XX000", "installing pg_catalog: %s", duckdb_result_error(&r));
+    duckdb_destroy_result(&r);
+    return MR_ERR_INVALID;
+  }
+  duckdb_destroy_result(&r);
+  return MR_OK;
+}
+
+/* Text of the catalog, with @DB@ standing for the catalog database name
+ * (a string literal) and @VERSION@ for version()'s answer. */
+static const char *const catalog_sql[] = {
+    "CREATE SCHEMA IF NOT EXISTS " SQL_PGCAT_DB ".main",
+
+    /* namespaces: the catalog database's schemas, plus pg_catalog (oid 11) */
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_namespace AS "
+    "SELECT 11::BIGINT AS oid, 'pg_catalog' AS nspname, 10::BIGINT AS nspowner, NULL::VARCHAR AS nspacl "
+    "UNION ALL "
+    "SELECT oid::BIGINT, schema_name, 10::BIGINT, NULL::VARCHAR FROM duckdb_schemas() "
+    "WHERE database_name = @DB@",
+
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_class AS "
+    "SELECT table_oid::BIGINT AS oid, table_name AS relname, schema_oid::BIGINT AS relnamespace, "
+    "'r' AS relkind, 0::INTEGER AS relpages, estimated_size::FLOAT AS reltuples, "
+    "index_count > 0 AS relhasindex, table_oid::BIGINT AS xmin, 10::BIGINT AS relowner, "
+    "0::BIGINT AS reltype, 0::BIGINT AS relam, table_oid::BIGINT AS relfilenode, "
+    "'p' AS relpersistence, column_count::SMALLINT AS relnatts, false AS relispartition, "
+    "false AS relhasrules, false AS relhastriggers, false AS relrowsecurity, "
+    "false AS relforcerowsecurity, check_constraint_count::SMALLINT AS relchecks, "
+    "NULL::VARCHAR AS relacl, NULL::VARCHAR AS reloptions, 0::BIGINT AS reltablespace, "
+    "0::BIGINT AS reltoastrelid, false AS relhassubclass "
+    "FROM duckdb_tables() WHERE database_name = @DB@ AND NOT temporary "
+    "UNION ALL "
+    "SELECT view_oid::BIGINT, view_name, schema_oid::BIGINT, 'v', 0, 0, false, view_oid::BIGINT, "
+    "10, 0, 0, 0, 'p', column_count::SMALLINT, false, false, false, false, false, 0, NULL, NULL, "
+    "0, 0, false FROM duckdb_views() WHERE database_name = @DB@ AND NOT internal AND NOT temporary",
+
+    "CREATE TABLE " SQL_PGCAT_DB ".main.moraine_types (duck_name VARCHAR, oid BIGINT)",
+    /* moraine_types rows are inserted from sql_types.h (install below) */
+
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_type (oid BIGINT, typname VARCHAR, typnamespace BIGINT, "
+    "typlen SMALLINT, typtype VARCHAR, typcategory VARCHAR, typrelid BIGINT, typelem BIGINT, "
+    "typarray BIGINT, typbasetype BIGINT, typtypmod INTEGER, typnotnull BOOLEAN, typowner BIGINT, "
+    "typisdefined BOOLEAN, typdelim VARCHAR, typndims INTEGER, typcollation BIGINT)",
+
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_attribute AS "
+    "SELECT c.table_oid::BIGINT AS attrelid, c.column_name AS attname, "
+    "COALESCE(t.oid, 25)::BIGINT AS atttypid, c.column_index::SMALLINT AS attnum, "
+    "CASE WHEN c.data_type LIKE 'DECIMAL(%' "
+    "THEN ((c.numeric_precision::INTEGER << 16) | c.numeric_scale::INTEGER) + 4 "
+    "ELSE -1 END::INTEGER AS atttypmod, "
+    "0::INTEGER AS attndims, NOT c.is_nullable AS attnotnull, false AS attisdropped, "
+    "c.column_default IS NOT NULL AS atthasdef, -1::SMALLINT AS attlen, "
+    "'' AS attidentity, '' AS attgenerated, 0::BIGINT AS attcollation, "
+    "false AS attislocal, -1::INTEGER AS attstattarget "
+    "FROM duckdb_columns() c "
+    "LEFT JOIN " SQL_PGCAT_DB ".main.moraine_types t ON t.duck_name = "
+    "CASE WHEN c.data_type LIKE 'DECIMAL(%' THEN 'DECIMAL' ELSE upper(c.data_type) END "
+    "WHERE c.database_name = @DB@",
+
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_constraint AS "
+    "SELECT (table_oid * 1000 + constraint_index)::BIGINT AS oid, constraint_name AS conname, "
+    "schema_oid::BIGINT AS connamespace, "
+    "CASE constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' "
+    "WHEN 'FOREIGN KEY' THEN 'f' ELSE 'c' END AS contype, "
+    "table_oid::BIGINT AS conrelid, "
+    "'{' || array_to_string(list_transform(constraint_column_indexes, x -> x + 1), ',') || '}' "
+    "AS conkey, 0::BIGINT AS confrelid, false AS condeferrable, false AS condeferred, "
+    "true AS convalidated, 0::BIGINT AS conindid "
+    "FROM duckdb_constraints() WHERE database_name = @DB@ "
+    "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')",
+
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_description AS "
+    "SELECT table_oid::BIGINT AS objoid, 1259::BIGINT AS classoid, 0::INTEGER AS objsubid, "
+    "comment AS description FROM duckdb_tables() WHERE database_name = @DB@ AND comment IS NOT NULL "
+    "UNION ALL "
+    "SELECT table_oid::BIGINT, 1259, column_index::INTEGER, comment FROM duckdb_columns() "
+    "WHERE database_name = @DB@ AND comment IS NOT NULL",
+
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_enum (oid BIGINT, enumtypid BIGINT, "
+    "enumsortorder FLOAT, enumlabel VARCHAR)",
+
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_indexes AS "
+    "SELECT schema_name AS schemaname, table_name AS tablename, index_name AS indexname, "
+    "NULL::VARCHAR AS tablespace, sql AS indexdef FROM duckdb_indexes() WHERE database_name = @DB@",
+
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_tables AS "
+    "SELECT schema_name AS schemaname, table_name AS tablename, 'moraine' AS tableowner, "
+    "NULL::VARCHAR AS tablespace, index_count > 0 AS hasindexes, false AS hasrules, "
+    "false AS hastriggers, false AS rowsecurity "
+    "FROM duckdb_tables() WHERE database_name = @DB@ AND NOT temporary",
+
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_views AS "
+    "SELECT schema_name AS schemaname, view_name AS viewname, 'moraine' AS viewowner, "
+    "sql AS definition FROM duckdb_views() WHERE database_name = @DB@ AND NOT internal",
+
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_database AS "
+    "SELECT 1::BIGINT AS oid, @DB@ AS datname, 10::BIGINT AS datdba, 6 AS encoding, "
+    "'C' AS datcollate, 'C' AS datctype, false AS datistemplate, true AS datallowconn, "
+    "-1 AS datconnlimit, NULL::VARCHAR AS datacl",
+
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_roles AS "
+    "SELECT 10::BIGINT AS oid, 'moraine' AS rolname, true AS rolsuper, true AS rolinherit, "
+    "true AS rolcreaterole, true AS rolcreatedb, true AS rolcanlogin, false AS rolreplication, "
+    "-1 AS rolconnlimit, NULL::TIMESTAMP AS rolvaliduntil, false AS rolbypassrls",
+
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_settings (name VARCHAR, setting VARCHAR, "
+    "unit VARCHAR, category VARCHAR, short_desc VARCHAR, context VARCHAR, vartype VARCHAR, "
+    "source VARCHAR)",
+    "INSERT INTO " SQL_PGCAT_DB ".main.pg_settings VALUES "
+    "('server_version', @VERSION_NUMBER@, NULL, 'Preset Options', 'server version', 'internal', "
+    "'string', 'default'), "
+    "('server_encoding', 'UTF8', NULL, 'Preset Options', 'encoding', 'internal', 'string', "
+    "'default'), "
+    "('client_encoding', 'UTF8', NULL, 'Client', 'encoding', 'user', 'string', 'default'), "
+    "('standard_conforming_strings', 'on', NULL, 'Compatibility', '', 'user', 'bool', "
+    "'default'), "
+    "('integer_datetimes', 'on', NULL, 'Preset Options', '', 'internal', 'bool', 'default'), "
+    "('DateStyle', 'ISO, MDY', NULL, 'Client', '', 'user', 'string', 'default'), "
+    "('TimeZone', 'UTC', NULL, 'Client', '', 'user', 'string', 'default'), "
+    "('max_identifier_length', '63', NULL, 'Preset Options', '', 'internal', 'integer', "
+    "'default'), "
+    "('max_connections', '100', NULL, 'Connections', '', 'postmaster', 'integer', 'default')",
+
+    /* functions PostgreSQL has and DuckDB lacks or answers differently */
+    "CREATE MACRO " SQL_PGCAT_DB ".main.version() AS @VERSION@",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.to_regclass(name) AS ("
+    "SELECT max(CASE WHEN schema_name = 'public' THEN table_name "
+    "ELSE schema_name || '.' || table_name END) FROM duckdb_tables() "
+    "WHERE database_name = @DB@ AND NOT temporary AND ("
+    "table_name = name OR schema_name || '.' || table_name = name))",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_my_temp_schema() AS 0::BIGINT",
+    /* '(p,o)' (quotes and spaces allowed) -> the rowid sql_rewrite maps it to */
+    "CREATE MACRO " SQL_PGCAT_DB ".main.mr_tid_rowid(x) AS "
+    "CAST(regexp_extract(x, '(\\d+)\\s*,\\s*(\\d+)', 1) AS BIGINT) * 65536 + "
+    "CAST(regexp_extract(x, '(\\d+)\\s*,\\s*(\\d+)', 2) AS BIGINT)",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_is_in_recovery() AS false",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.format_type(type_oid, typemod) AS ("
+    "SELECT max(typname) FROM " SQL_PGCAT_DB ".main.pg_type WHERE oid = type_oid)",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.obj_description(o, c) AS NULL::VARCHAR",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.col_description(o, n) AS NULL::VARCHAR",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_get_userbyid(o) AS 'moraine'",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_encoding_to_char(e) AS 'UTF8'",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.current_user() AS 'moraine'",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.session_user() AS 'moraine'",
+    NULL,
+};
+
+/* Replaces @DB@, @VERSION@ and @VERSION_NUMBER@ with quoted literals. */
+static char *expand(const char *tmpl, const char *db_lit, const char *ver_lit,
+                    const char *vernum_lit) {
+  sql_strbuf b = {0};
+  const char *p = tmpl;
+  while (*p) {
+    if (strncmp(p, "@DB@", 4) == 0) {
+      sql_strbuf_add(&b, db_lit);
+      p += 4;
+    } else if (strncmp(p, "@VERSION_NUMBER@", 16) == 0) {
+      sql_strbuf_add(&b, vernum_lit);
+      p += 16;
+    } else if (strncmp(p, "@VERSION@", 9) == 0) {
+      sql_strbuf_add(&b, ver_lit);
+      p += 9;
+    } else {
+      sql_strbuf_addn(&b, p, 1);
+      p++;
+    }
+  }
+  return sql_strbuf_take(&b);
+}
+
+static char *literal(const char *s) {
+  sql_strbuf b = {0};
+  sql_strbuf_add(&b, "'");
+  for (; *s; s++)
+    sql_strbuf_add(&b, *s == '\'' ? "''" : (char[]){*s, 0});
+  sql_strbuf_add(&b, "'");
+  return sql_strbuf_take(&b);
+}
+
+static mr_status fill_type_tables(duckdb_connection con, sql_error *err) {
+  sql_strbuf b = {0};
+  sql_strbuf_add(&b, "INSERT INTO " SQL_PGCAT_DB ".main.pg_type VALUES ");
+  bool first = true;
+#define PG_TYPE_INSERT(oid, name, len, cat)                                                  \
+  sql_strbuf_addf(&b, "%s(%d, '%s', 11, %d, 'b', '%s', 0, 0, 0, 0, -1, false, 10, true, ',', " \
+                      "0, 0)",                                                              \
+                  first ? "" : ", ", oid, name, len, cat);                                  \
+  first = false;
+  PG_TYPE_TABLE(PG_TYPE_INSERT)
+#undef PG_TYPE_INSERT
+  sql_strbuf_add(&b, "; INSERT INTO " SQL_PGCAT_DB ".main.moraine_types VALUES ");
+  first = true;
+#define DUCK_INSERT(id, name, oid)                                                           \
+  sql_strbuf_addf(&b, "%s('%s', %d)", first ? "" : ", ", name, oid);                        \
+  first = false;
+#define ALIAS_INSERT(alias, oid)                                                             \
+  sql_strbuf_addf(&b, "%s('%s', %d)", first ? "" : ", ", alias, oid);                       \
+  first = false;
+  PG_DUCK_TYPE_TABLE(DUCK_INSERT)
+  PG_DUCK_ALIAS_TABLE(ALIAS_INSERT)
+#undef DUCK_INSERT
+#undef ALIAS_INSERT
+  char *sql = sql_strbuf_take(&b);
+  if (sql == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  mr_status rc = run(con, sql, err);
+  free(sql);
+  return rc;
+}
+
+mr_status sql_pgcatalog_install(duckdb_connection con, const char *dbname, const char *version,
+                                sql_error *err) {
+  mr_status rc = install_bytea(con, err);
+  if (rc)
+    return rc;
+  rc = run(con, "ATTACH ':memory:' AS " SQL_PGCAT_DB, err);
+  if (rc)
+    return rc;
+  char full_version[256];
+  snprintf(full_version, sizeof full_version,
+           "PostgreSQL %s on x86_64-pc-linux-gnu, compiled by gcc, 64-bit", version);
+  char number[32];
+  size_t k = 0;
+  while (version[k] && version[k] != ' ' && k < sizeof number - 1) {
+    number[k] = version[k];
+    k++;
+  }
+  number[k] = '\0';
+  char *db_lit = literal(dbname);
+  char *ver_lit = literal(full_version);
+  char *num_lit = literal(number);
+  if (!db_lit || !ver_lit || !num_lit)
+    rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  for (size_t i = 0; rc == MR_OK && catalog_sql[i]; i++) {
+    char *sql = expand(catalog_sql[i], db_lit, ver_lit, num_lit);
+    if (sql == NULL) {
+      rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      break;
+    }
+    rc = run(con, sql, err);
+    free(sql);
+  }
+  free(db_lit);
+  free(ver_lit);
+  free(num_lit);
+  if (rc == MR_OK)
+    rc = fill_type_tables(con, err);
+  return rc;
+}
+
+char *sql_pgcatalog_search_path(const char *dbname) {
+  sql_strbuf b = {0};
+  sql_strbuf_addf(&b, "SET search_path = '\"%s\".public,%s.main,\"%s\".main'", dbname,
+                  SQL_PGCAT_DB, dbname);
+  return sql_strbuf_take(&b);
+}

@@ -1,0 +1,135 @@
+/*
+ * sql_rewrite.c — the token-level PostgreSQL -> DuckDB rewrite (sql_rewrite
+ * in sql_lex.h). It copies the statement text through unchanged except for
+ * a few tokens, so DuckDB sees the client's SQL with only these differences:
+ *
+ *   pg_catalog.NAME  -> NAME      moraine's pg_catalog schema comes first on
+ *                                 every session's search path
+ *   bytea            -> pg_bytea  BLOB with PostgreSQL's bytea input format
+ *   float, float(p)  -> DOUBLE / REAL (PostgreSQL's float is 8 bytes,
+ *                                 DuckDB's 4); jsonb -> JSON
+ *   ctid             -> rowid     (and `rowid AS ctid` as a select-list item)
+ *   '(p,o)'          -> p*65536+o only in statements that mention ctid
+ *   ::tid            -> (dropped); column::tid -> mr_tid_rowid(column)
+ *
+ * What it does not do: anything needing a parse tree. Function-name
+ * differences (version(), to_regclass(), ...) are macros in moraine's
+ * pg_catalog schema instead (sql_pgcatalog.c).
+ */
+#include <ctype.h>
+#include <pg_query/pg_query.pb-c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sql/sql_lex.h"
+#include "sql/sql_util.h"
+
+/* '(123,45)' -> 123*65536+45; false if the literal is not a tid. */
+static bool tid_literal(const char *s, size_t n, long long *out) {
+  if (n < 7 || s[0] != '\'' || s[1] != '(' || s[n - 2] != ')' || s[n - 1] != '\'')
+    return false;
+  long long page = 0, off = 0;
+  size_t i = 2;
+  size_t digits = 0;
+  for (; i < n - 2 && isdigit((unsigned char)s[i]); i++, digits++)
+    page = page * 10 + (s[i] - '0');
+  if (digits == 0 || digits > 10 || s[i] != ',')
+    return false;
+  i++;
+  digits = 0;
+  for (; i < n - 2 && isdigit((unsigned char)s[i]); i++, digits++)
+    off = off * 10 + (s[i] - '0');
+  if (digits == 0 || digits > 5 || i != n - 2 || off > 65535)
+    return false;
+  *out = page * 65536 + off;
+  return true;
+}
+
+static bool is_ident(const char *sql, const sql_toks *t, size_t i, const char *word) {
+  return i < t->n && t->v[i].kind == PG_QUERY__TOKEN__IDENT && sql_tok_is(sql, t, i, word);
+}
+
+mr_status sql_rewrite(const char *sql, char **out, sql_error *err) {
+  *out = NULL;
+  sql_toks t;
+  mr_status rc = sql_lex_scan(sql, &t, err);
+  if (rc)
+    return rc;
+  bool has_ctid = false;
+  for (size_t i = 0; i < t.n; i++)
+    if (is_ident(sql, &t, i, "ctid"))
+      has_ctid = true;
+
+  sql_strbuf b = {0};
+  int copied = 0; /* sql[0..copied) is in b */
+  for (size_t i = 0; i < t.n; i++) {
+    const sql_tok *k = &t.v[i];
+    const char *rep = NULL;
+    char num[32];
+    int skip_to = -1; /* drop text up to here instead of the token */
+
+    if (is_ident(sql, &t, i, "pg_catalog") && sql_tok_punct(&t, i + 1, '.') && i + 2 < t.n &&
+        !(i > 0 && sql_tok_punct(&t, i - 1, '.'))) {
+      skip_to = t.v[i + 2].start;
+    } else if (is_ident(sql, &t, i, "bytea") && !sql_tok_punct(&t, i + 1, '(')) {
+      rep = "pg_bytea";
+    } else if (is_ident(sql, &t, i, "jsonb") && !sql_tok_punct(&t, i + 1, '(')) {
+      rep = "JSON";
+    } else if (sql_tok_is(sql, &t, i, "float") && k->keyword &&
+               !(i > 0 && sql_tok_punct(&t, i - 1, '.'))) {
+      if (sql_tok_punct(&t, i + 1, '(') && i + 3 < t.n && sql_tok_punct(&t, i + 3, ')') &&
+          t.v[i + 2].kind == PG_QUERY__TOKEN__ICONST) {
+        int p = atoi(sql + t.v[i + 2].start);
+        sql_strbuf_addn(&b, sql + copied, (size_t)(k->start - copied));
+        sql_strbuf_add(&b, p <= 24 ? "REAL" : "DOUBLE");
+        copied = t.v[i + 3].end;
+        i += 3;
+        continue;
+      }
+      rep = "DOUBLE";
+    } else if (has_ctid && is_ident(sql, &t, i, "ctid")) {
+      bool item = i > 0 && (sql_tok_is(sql, &t, i - 1, "select") || sql_tok_punct(&t, i - 1, ',')) &&
+                  (sql_tok_punct(&t, i + 1, ',') || sql_tok_is(sql, &t, i + 1, "from"));
+      rep = item ? "rowid AS ctid" : "rowid";
+    } else if (has_ctid && k->kind == PG_QUERY__TOKEN__IDENT && i + 2 < t.n &&
+               t.v[i + 1].kind == PG_QUERY__TOKEN__TYPECAST && is_ident(sql, &t, i + 2, "tid")) {
+      /* column::tid (a column of '(p,o)' text) -> its rowid */
+      sql_strbuf_addn(&b, sql + copied, (size_t)(k->start - copied));
+      sql_strbuf_add(&b, "mr_tid_rowid(");
+      sql_strbuf_addn(&b, sql + k->start, (size_t)(k->end - k->start));
+      sql_strbuf_add(&b, ")");
+      copied = t.v[i + 2].end;
+      i += 2;
+      continue;
+    } else if (has_ctid && k->kind == PG_QUERY__TOKEN__SCONST) {
+      long long v;
+      if (tid_literal(sql + k->start, (size_t)(k->end - k->start), &v)) {
+        snprintf(num, sizeof num, "%lld", v);
+        rep = num;
+      }
+    } else if (has_ctid && k->kind == PG_QUERY__TOKEN__TYPECAST && is_ident(sql, &t, i + 1, "tid")) {
+      sql_strbuf_addn(&b, sql + copied, (size_t)(k->start - copied));
+      copied = t.v[i + 1].end;
+      i++;
+      continue;
+    }
+    if (skip_to >= 0) {
+      sql_strbuf_addn(&b, sql + copied, (size_t)(k->start - copied));
+      copied = skip_to;
+      i += 1; /* the '.'; the name itself is handled next round */
+      continue;
+    }
+    if (rep) {
+      sql_strbuf_addn(&b, sql + copied, (size_t)(k->start - copied));
+      sql_strbuf_add(&b, rep);
+      copied = k->end;
+    }
+  }
+  sql_strbuf_add(&b, sql + copied);
+  sql_toks_free(&t);
+  *out = sql_strbuf_take(&b);
+  if (*out == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  return MR_OK;
+}

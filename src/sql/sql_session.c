@@ -1,0 +1,1049 @@
+/*
+ * sql_session.c — one client session over its own DuckDB connection: the
+ * transaction state machine ('I' idle, 'T' in transaction, 'E' aborted),
+ * PostgreSQL's session commands (BEGIN/COMMIT/ROLLBACK, SET/SHOW/RESET,
+ * DISCARD), statement dispatch to DuckDB with change capture, and the commit
+ * protocol with the engine's hooks (see sql.h).
+ *
+ * Transactions: every DuckDB statement runs inside a DuckDB transaction that
+ * this file began — an explicit one (BEGIN), or an implicit one around an
+ * autocommit statement, a multi-statement simple query, or the extended-
+ * protocol messages up to Sync — so every commit goes through commit_txn().
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sql/sql_internal.h"
+
+/* X(name, default) — GUCs SHOW knows before any SET. */
+#define GUC_DEFAULTS(X)                                                                    \
+  X("server_encoding", "UTF8")                                                             \
+  X("client_encoding", "UTF8")                                                             \
+  X("datestyle", "ISO, MDY")                                                               \
+  X("timezone", "UTC")                                                                     \
+  X("integer_datetimes", "on")                                                             \
+  X("standard_conforming_strings", "on")                                                   \
+  X("intervalstyle", "postgres")                                                           \
+  X("application_name", "")                                                                \
+  X("search_path", "\"$user\", public")                                                    \
+  X("default_transaction_isolation", "repeatable read")                                    \
+  X("default_transaction_read_only", "off")                                                \
+  X("is_superuser", "on")                                                                  \
+  X("max_identifier_length", "63")                                                         \
+  X("lc_collate", "C")                                                                     \
+  X("lc_ctype", "C")                                                                       \
+  X("extra_float_digits", "1")                                                             \
+  X("statement_timeout", "0")                                                              \
+  X("lock_timeout", "0")                                                                   \
+  X("idle_in_transaction_session_timeout", "0")                                            \
+  X("max_connections", "100")
+
+/* GUCs a client is told about in ParameterStatus when they change. */
+static bool guc_reported(const char *name) {
+  static const char *const reported[] = {"application_name", "client_encoding", "datestyle",
+                                         "timezone",         "intervalstyle",   "is_superuser",
+                                         "standard_conforming_strings", NULL};
+  for (size_t i = 0; reported[i]; i++)
+    if (strcmp(reported[i], name) == 0)
+      return true;
+  return false;
+}
+
+/* The spelling PostgreSQL reports a GUC under. */
+static const char *guc_display_name(const char *name) {
+  if (strcmp(name, "datestyle") == 0)
+    return "DateStyle";
+  if (strcmp(name, "timezone") == 0)
+    return "TimeZone";
+  if (strcmp(name, "intervalstyle") == 0)
+    return "IntervalStyle";
+  return name;
+}
+
+static mr_status lost(sql_error *err) {
+  return sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
+}
+
+static mr_status complete(const sql_sink *sink, const char *tag, sql_error *err) {
+  return SQL_SINK_CALL(sink, command_complete, tag) ? lost(err) : MR_OK;
+}
+
+static mr_status duck_exec(sql_session *s, const char *sql, sql_error *err) {
+  duckdb_result r;
+  mr_status rc = MR_OK;
+  if (duckdb_query(s->con, sql, &r) != DuckDBSuccess)
+    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+  duckdb_destroy_result(&r);
+  return rc;
+}
+
+/* ---- GUCs --------------------------------------------------------------- */
+
+static void lower(char *p) {
+  for (; *p; p++)
+    *p = (char)tolower((unsigned char)*p);
+}
+
+static sql_guc *guc_find(sql_session *s, const char *name) {
+  for (size_t i = 0; i < s->ngucs; i++)
+    if (strcmp(s->gucs[i].name, name) == 0)
+      return &s->gucs[i];
+  return NULL;
+}
+
+static mr_status guc_set(sql_session *s, const char *name, const char *value, sql_error *err) {
+  sql_guc *g = guc_find(s, name);
+  if (g == NULL) {
+    sql_guc *v = realloc(s->gucs, (s->ngucs + 1) * sizeof *v);
+    if (v == NULL)
+      return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    s->gucs = v;
+    g = &s->gucs[s->ngucs++];
+    g->name = sql_strdup(name);
+    g->value = NULL;
+    if (g->name == NULL)
+      return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  }
+  free(g->value);
+  g->value = sql_strdup(value);
+  if (g->value == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  return MR_OK;
+}
+
+static void guc_reset_all(sql_session *s) {
+  for (size_t i = 0; i < s->ngucs; i++) {
+    free(s->gucs[i].name);
+    free(s->gucs[i].value);
+  }
+  free(s->gucs);
+  s->gucs = NULL;
+  s->ngucs = 0;
+}
+
+static void guc_reset(sql_session *s, const char *name) {
+  sql_guc *g = guc_find(s, name);
+  if (g == NULL)
+    return;
+  free(g->name);
+  free(g->value);
+  *g = s->gucs[--s->ngucs];
+}
+
+const char *sql_session_guc(sql_session *s, const char *name_in) {
+  char name[128];
+  snprintf(name, sizeof name, "%s", name_in);
+  lower(name);
+  if (strcmp(name, "server_version") == 0) {
+    snprintf(s->show_buf, sizeof s->show_buf, "%s", s->e->version);
+    return s->show_buf;
+  }
+  if (strcmp(name, "server_version_num") == 0) {
+    int major = atoi(s->e->version), minor = 0;
+    const char *dot = strchr(s->e->version, '.');
+    if (dot)
+      minor = atoi(dot + 1);
+    snprintf(s->show_buf, sizeof s->show_buf, "%d", major * 10000 + minor);
+    return s->show_buf;
+  }
+  if (strcmp(name, "transaction_read_only") == 0)
+    return s->read_only ? "on" : "off";
+  if (strcmp(name, "transaction_isolation") == 0)
+    return "repeatable read";
+  if (strcmp(name, "session_authorization") == 0)
+    return s->user;
+  sql_guc *g = guc_find(s, name);
+  if (g)
+    return g->value;
+#define GUC_DEFAULT(n, v)                                                                  \
+  if (strcmp(name, n) == 0)                                                                \
+    return v;
+  GUC_DEFAULTS(GUC_DEFAULT)
+#undef GUC_DEFAULT
+  return NULL;
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+mr_status sql_session_open(sql_engine *e, const char *user, const char *database, sql_session **out,
+                           sql_error *err) {
+  *out = NULL;
+  sql_session *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  s->e = e;
+  s->status = 'I';
+  s->user = sql_strdup(user ? user : "moraine");
+  s->database = sql_strdup(database ? database : "moraine");
+  if (!s->user || !s->database) {
+    sql_session_close(s);
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  }
+  if (duckdb_connect(e->db, &s->con) != DuckDBSuccess) {
+    sql_session_close(s);
+    return sql_fail(err, MR_ERR_IO, "58030", "cannot connect to the embedded DuckDB");
+  }
+  mr_status rc = duck_exec(s, e->search_path_sql, err);
+  if (rc) {
+    sql_session_close(s);
+    return rc;
+  }
+  *out = s;
+  return MR_OK;
+}
+
+static void rollback_txn(sql_session *s);
+
+void sql_session_close(sql_session *s) {
+  if (s == NULL)
+    return;
+  if (s->status != 'I' && s->con)
+    rollback_txn(s);
+  while (s->prepared)
+    sql_prepared_free(s->prepared);
+  if (s->con)
+    duckdb_disconnect(&s->con);
+  sql_capture_clear(&s->cap);
+  guc_reset_all(s);
+  free(s->user);
+  free(s->database);
+  free(s);
+}
+
+char sql_session_status(const sql_session *s) { return s->status; }
+
+/* ---- transactions ------------------------------------------------------- */
+
+static mr_status begin_txn(sql_session *s, bool implicit, sql_error *err) {
+  mr_status rc = duck_exec(s, "BEGIN TRANSACTION", err);
+  if (rc)
+    return rc;
+  s->status = 'T';
+  s->implicit = implicit;
+  s->read_only = false;
+  sql_capture_clear(&s->cap);
+  return MR_OK;
+}
+
+/* Drops the ON COMMIT DROP temporary tables at the end of a transaction. */
+static void drop_temps(sql_session *s) {
+  for (size_t i = 0; i < s->ntemp_drops; i++) {
+    char *q = sql_quote_ident(s->temp_drops[i]);
+    sql_strbuf b = {0};
+    sql_strbuf_addf(&b, "DROP TABLE IF EXISTS temp.main.%s", q ? q : "\"\"");
+    char *sql = sql_strbuf_take(&b);
+    sql_error ignore;
+    if (sql && duck_exec(s, sql, &ignore)) {
+    }
+    free(sql);
+    free(q);
+    free(s->temp_drops[i]);
+  }
+  free(s->temp_drops);
+  s->temp_drops = NULL;
+  s->ntemp_drops = 0;
+}
+
+static void rollback_txn(sql_session *s) {
+  sql_error ignore;
+  if (duck_exec(s, "ROLLBACK", &ignore)) {
+    /* no open DuckDB transaction (DuckDB ended it on a failed COMMIT) */
+  }
+  sql_capture_clear(&s->cap);
+  s->status = 'I';
+  s->implicit = false;
+  s->read_only = false;
+  drop_temps(s);
+}
+
+/* The commit protocol of sql.h: hooks.prepare, then DuckDB's COMMIT, under
+ * the engine's commit lock when there is anything to hand over. */
+static mr_status commit_txn(sql_session *s, sql_error *err) {
+  sql_engine *e = s->e;
+  mr_status rc = MR_OK;
+  if (s->cap.n == 0) {
+    rc = duck_exec(s, "COMMIT", err);
+  } else {
+    pthread_mutex_lock(&e->commit_lock);
+    sql_changes ch = sql_capture_view(&s->cap);
+    if (e->has_hooks) {
+      sql_error herr;
+      memset(&herr, 0, sizeof herr);
+      rc = e->hooks.prepare(e->hooks.ctx, &ch, &herr);
+      if (rc) {
+        if (herr.sqlstate[0] == '\0')
+          snprintf(herr.sqlstate, sizeof herr.sqlstate, "%s",
+                   rc == MR_ERR_CONFLICT ? "40001" : "XX000");
+        if (herr.base.msg[0] == '\0')
+          snprintf(herr.base.msg, sizeof herr.base.msg, "commit refused: %s", mr_status_text(rc));
+        if (err)
+          *err = herr;
+        if (err)
+          err->base.code = rc;
+      }
+    }
+    if (rc == MR_OK) {
+      rc = duck_exec(s, "COMMIT", err);
+      if (e->has_hooks && e->hooks.finished)
+        e->hooks.finished(e->hooks.ctx, &ch, rc == MR_OK);
+    }
+    pthread_mutex_unlock(&e->commit_lock);
+  }
+  if (rc) {
+    rollback_txn(s);
+    return rc;
+  }
+  sql_capture_clear(&s->cap);
+  s->status = 'I';
+  s->implicit = false;
+  s->read_only = false;
+  drop_temps(s);
+  return MR_OK;
+}
+
+/* ---- statements --------------------------------------------------------- */
+
+static const char *dml_tag(int op) {
+  return op == SQL_CHANGE_INSERT ? "INSERT 0" : op == SQL_CHANGE_UPDATE ? "UPDATE" : "DELETE";
+}
+
+/* Does an unqualified (or temp.) DML target name a temporary table? */
+static bool target_is_temp(sql_session *s, const sql_dml_target *d) {
+  if (d->schema && strcmp(d->schema, "temp") != 0)
+    return false;
+  duckdb_prepared_statement ps;
+  bool temp = false;
+  if (duckdb_prepare(s->con,
+                     "SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = $1",
+                     &ps) == DuckDBSuccess) {
+    duckdb_bind_varchar(ps, 1, d->table);
+    duckdb_result r;
+    if (duckdb_execute_prepared(ps, &r) == DuckDBSuccess)
+      temp = duckdb_value_int64(&r, 0, 0) > 0;
+    duckdb_destroy_result(&r);
+  }
+  duckdb_destroy_prepare(&ps);
+  return temp;
+}
+
+/* sql + "RETURNING <every column as text>" (sql_capture_returning). */
+static char *with_returning(sql_session *s, const char *sql, const sql_dml_target *d,
+                            sql_error *err) {
+  char *ret = sql_capture_returning(s->con, d->schema ? d->schema : "public", d->table, err);
+  if (ret == NULL)
+    return NULL;
+  sql_strbuf b = {0};
+  sql_strbuf_addf(&b, "%s\nRETURNING %s", sql, ret);
+  free(ret);
+  char *full = sql_strbuf_take(&b);
+  if (full == NULL)
+    sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  return full;
+}
+
+mr_status sql_run_dml(sql_session *s, const char *sql, const sql_dml_target *d, uint64_t *count,
+                      sql_error *err) {
+  *count = 0;
+  if (target_is_temp(s, d)) {
+    /* temporary tables are session scratch space, not catalog state */
+    duckdb_result r;
+    mr_status rc = MR_OK;
+    if (duckdb_query(s->con, sql, &r) != DuckDBSuccess)
+      rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+    else
+      *count = duckdb_rows_changed(&r);
+    duckdb_destroy_result(&r);
+    return rc;
+  }
+  char *full = with_returning(s, sql, d, err);
+  if (full == NULL)
+    return err ? err->base.code : MR_ERR_INVALID;
+  duckdb_result r;
+  mr_status rc = MR_OK;
+  if (duckdb_query(s->con, full, &r) != DuckDBSuccess) {
+    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+  } else {
+    rc = sql_capture_result(&s->cap, s->con, s->e->dbname, d->op, d->schema ? d->schema : "public",
+                            d->table, &r, count, err);
+  }
+  duckdb_destroy_result(&r);
+  free(full);
+  return rc;
+}
+
+static mr_status read_only_check(sql_session *s, sql_kind kind, const char *sql, sql_error *err) {
+  if (!s->read_only)
+    return MR_OK;
+  if (kind == SQL_KIND_DML || kind == SQL_KIND_DDL)
+    return sql_fail(err, MR_ERR_INVALID, "25006",
+                    "cannot execute %.20s in a read-only transaction", sql);
+  return MR_OK;
+}
+
+/* CREATE [LOCAL|GLOBAL] TEMP[ORARY] TABLE ...: DuckDB knows neither LOCAL
+ * nor ON COMMIT DROP, so both are cut; the table is dropped at the end of
+ * the transaction instead. Returns true for a temporary table (never
+ * captured: it is not catalog state). *sql is replaced when cut. */
+static bool temp_ddl(sql_session *s, const char *stmt, const sql_toks *t, char **sql) {
+  size_t i = 1;
+  if (sql_tok_is(stmt, t, i, "local") || sql_tok_is(stmt, t, i, "global"))
+    i++;
+  if (!sql_tok_is(stmt, t, 0, "create") ||
+      !(sql_tok_is(stmt, t, i, "temp") || sql_tok_is(stmt, t, i, "temporary")))
+    return false;
+  size_t n = t->n;
+  bool on_commit_drop = n >= 3 && sql_tok_is(stmt, t, n - 3, "on") &&
+                        sql_tok_is(stmt, t, n - 2, "commit") && sql_tok_is(stmt, t, n - 1, "drop");
+  size_t name_at = i + 2; /* after TEMP TABLE */
+  if (sql_tok_is(stmt, t, name_at, "if"))
+    name_at += 3;
+  sql_strbuf b = {0};
+  sql_strbuf_addn(&b, stmt, (size_t)t->v[0].end);
+  sql_strbuf_add(&b, " ");
+  int end = on_commit_drop ? t->v[n - 3].start : t->v[n - 1].end;
+  sql_strbuf_addn(&b, stmt + t->v[i].start, (size_t)(end - t->v[i].start));
+  char *cut = sql_strbuf_take(&b);
+  if (cut) {
+    char *re = NULL;
+    sql_error ignore;
+    if (sql_rewrite(cut, &re, &ignore) == MR_OK) {
+      free(*sql);
+      *sql = re;
+    }
+    free(cut);
+  }
+  if (on_commit_drop && name_at < n) {
+    const sql_tok *k = &t->v[name_at];
+    char *name = stmt[k->start] == '"' ? sql_unquote(stmt + k->start, (size_t)(k->end - k->start), '"')
+                                       : sql_strndup(stmt + k->start, (size_t)(k->end - k->start));
+    char **v = realloc(s->temp_drops, (s->ntemp_drops + 1) * sizeof *v);
+    if (name && v) {
+      s->temp_drops = v;
+      s->temp_drops[s->ntemp_drops++] = name;
+    } else {
+      free(name);
+      if (v)
+        s->temp_drops = v;
+    }
+  }
+  return true;
+}
+
+/* A statement DuckDB runs (DML, DDL, COPY, anything else), inside an open
+ * transaction. Sends its results (with RowDescription when describe). */
+static mr_status run_in_duckdb(sql_session *s, const char *stmt, const sql_toks *t, sql_kind kind,
+                               const sql_sink *sink, sql_error *err) {
+  mr_status rc = read_only_check(s, kind, stmt, err);
+  if (rc)
+    return rc;
+  char tag[64];
+  if (kind == SQL_KIND_COPY) {
+    sql_copy_stmt c;
+    rc = sql_lex_parse_copy(stmt, t, &c, err);
+    uint64_t n = 0;
+    if (rc == MR_OK && c.from_stdin && s->read_only)
+      rc = sql_fail(err, MR_ERR_INVALID, "25006", "cannot execute COPY FROM in a read-only transaction");
+    if (rc == MR_OK)
+      rc = c.from_stdin ? sql_copy_in(s, &c, sink, &n, err) : sql_copy_out(s, &c, sink, &n, err);
+    sql_copy_stmt_free(&c);
+    if (rc)
+      return rc;
+    snprintf(tag, sizeof tag, "COPY %" PRIu64, n);
+    return complete(sink, tag, err);
+  }
+  char *sql;
+  rc = sql_rewrite(stmt, &sql, err);
+  if (rc)
+    return rc;
+  if (kind == SQL_KIND_DML) {
+    sql_dml_target d;
+    rc = sql_lex_dml_target(stmt, t, &d, err);
+    if (rc == MR_OK && !d.has_returning) {
+      uint64_t n = 0;
+      rc = sql_run_dml(s, sql, &d, &n, err);
+      snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(d.op), n);
+      sql_dml_target_free(&d);
+      free(sql);
+      return rc ? rc : complete(sink, tag, err);
+    }
+    if (rc == MR_OK) {
+      /* the client's own RETURNING: its rows go to the client; the change
+       * is captured from them as far as they go (see docs/pgwire.md) */
+      duckdb_result r;
+      if (duckdb_query(s->con, sql, &r) != DuckDBSuccess) {
+        rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+      } else {
+        uint64_t n = 0;
+        rc = sql_send_result(s, &r, NULL, true, 0, NULL, sink, &n, err);
+        snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(d.op), n);
+      }
+      duckdb_destroy_result(&r);
+    }
+    sql_dml_target_free(&d);
+    free(sql);
+    return rc ? rc : complete(sink, tag, err);
+  }
+  duckdb_result r;
+  duckdb_prepared_statement ps = NULL, ps_text = NULL;
+  bool ok, temp = false;
+  if (kind == SQL_KIND_DDL) {
+    temp = temp_ddl(s, stmt, t, &sql);
+    ok = duckdb_query(s->con, sql, &r) == DuckDBSuccess;
+  } else {
+    /* SELECTs are prepared first to learn their column types */
+    if (duckdb_prepare(s->con, sql, &ps) != DuckDBSuccess) {
+      rc = sql_fail_duckdb(err, duckdb_prepare_error(ps));
+      duckdb_destroy_prepare(&ps);
+      free(sql);
+      return rc;
+    }
+    char *wrapped = sql_text_wrap(ps, sql);
+    if (wrapped && duckdb_prepare(s->con, wrapped, &ps_text) != DuckDBSuccess) {
+      duckdb_destroy_prepare(&ps_text);
+      ps_text = NULL;
+    }
+    free(wrapped);
+    ok = duckdb_execute_prepared(ps_text ? ps_text : ps, &r) == DuckDBSuccess;
+  }
+  if (!ok) {
+    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+    duckdb_destroy_result(&r);
+    if (ps)
+      duckdb_destroy_prepare(&ps);
+    if (ps_text)
+      duckdb_destroy_prepare(&ps_text);
+    free(sql);
+    return rc;
+  }
+  if (kind == SQL_KIND_DDL) {
+    if (!temp)
+      rc = sql_capture_ddl(&s->cap, sql, err);
+    char *ddl = sql_lex_ddl_tag(stmt, t);
+    snprintf(tag, sizeof tag, "%s", ddl ? ddl : "CREATE");
+    free(ddl);
+  } else if (duckdb_result_statement_type(r) == DUCKDB_STATEMENT_TYPE_SELECT ||
+             duckdb_column_count(&r) > 0) {
+    uint64_t n = 0;
+    rc = sql_send_result(s, &r, ps, true, 0, NULL, sink, &n, err);
+    snprintf(tag, sizeof tag, "SELECT %" PRIu64, n);
+  } else {
+    size_t len = (size_t)(t->v[0].end - t->v[0].start);
+    snprintf(tag, sizeof tag, "%.*s", (int)(len < 32 ? len : 32), stmt + t->v[0].start);
+    for (char *p = tag; *p; p++)
+      *p = (char)toupper((unsigned char)*p);
+  }
+  duckdb_destroy_result(&r);
+  if (ps)
+    duckdb_destroy_prepare(&ps);
+  if (ps_text)
+    duckdb_destroy_prepare(&ps_text);
+  free(sql);
+  return rc ? rc : complete(sink, tag, err);
+}
+
+static mr_status show(sql_session *s, const char *stmt, const sql_toks *t, const sql_sink *sink,
+                      sql_error *err) {
+  char *name;
+  mr_status rc = sql_lex_parse_name_after(stmt, t, 1, &name, err);
+  if (rc)
+    return rc;
+  const char *value = sql_session_guc(s, name);
+  if (value == NULL) {
+    rc = sql_fail(err, MR_ERR_INVALID, "42704", "unrecognized configuration parameter \"%s\"", name);
+    free(name);
+    return rc;
+  }
+  sql_column col = {guc_display_name(name), PG_OID_TEXT, -1, -1, 0};
+  size_t len = strlen(value);
+  if (SQL_SINK_CALL(sink, row_description, 1, &col) ||
+      SQL_SINK_CALL(sink, data_row, 1, &value, &len))
+    rc = lost(err);
+  free(name);
+  return rc ? rc : complete(sink, "SHOW", err);
+}
+
+static mr_status set(sql_session *s, const char *stmt, const sql_toks *t, const sql_sink *sink,
+                     sql_error *err) {
+  char *name, *value;
+  mr_status rc = sql_lex_parse_set(stmt, t, &name, &value, err);
+  if (rc == MR_OK) {
+    if (value == NULL)
+      guc_reset(s, name);
+    else
+      rc = guc_set(s, name, value, err);
+    if (rc == MR_OK && guc_reported(name)) {
+      const char *v = sql_session_guc(s, name);
+      if (SQL_SINK_CALL(sink, parameter_status, guc_display_name(name), v ? v : ""))
+        rc = lost(err);
+    }
+  }
+  free(name);
+  free(value);
+  return rc ? rc : complete(sink, "SET", err);
+}
+
+/* One statement of a simple query (or a session command in the extended
+ * protocol). An autocommit statement gets its own implicit transaction. */
+static mr_status run_statement(sql_session *s, const char *stmt, const sql_sink *sink,
+                               sql_error *err) {
+  sql_toks t;
+  mr_status rc = sql_lex_scan(stmt, &t, err);
+  if (rc)
+    return rc;
+  sql_kind kind = sql_lex_classify(stmt, &t);
+  if (s->status == 'E' && kind != SQL_KIND_COMMIT && kind != SQL_KIND_ROLLBACK) {
+    sql_toks_free(&t);
+    return sql_fail(err, MR_ERR_INVALID, "25P02",
+                    "current transaction is aborted, commands ignored until end of transaction "
+                    "block");
+  }
+  switch (kind) {
+  case SQL_KIND_BEGIN:
+    if (s->status == 'I')
+      rc = begin_txn(s, false, err);
+    else
+      s->implicit = false; /* an implicit block becomes explicit */
+    if (rc == MR_OK && sql_lex_begin_read_only(stmt, &t))
+      s->read_only = true;
+    if (rc == MR_OK)
+      rc = complete(sink, "BEGIN", err);
+    break;
+  case SQL_KIND_COMMIT:
+    if (s->status == 'E') {
+      rollback_txn(s);
+      rc = complete(sink, "ROLLBACK", err);
+    } else if (s->status == 'T') {
+      rc = commit_txn(s, err);
+      if (rc == MR_OK)
+        rc = complete(sink, "COMMIT", err);
+    } else {
+      rc = complete(sink, "COMMIT", err);
+    }
+    break;
+  case SQL_KIND_ROLLBACK:
+    if (s->status != 'I')
+      rollback_txn(s);
+    rc = complete(sink, "ROLLBACK", err);
+    break;
+  case SQL_KIND_SET:
+    rc = set(s, stmt, &t, sink, err);
+    break;
+  case SQL_KIND_SHOW:
+    rc = show(s, stmt, &t, sink, err);
+    break;
+  case SQL_KIND_RESET: {
+    char *name;
+    rc = sql_lex_parse_name_after(stmt, &t, 1, &name, err);
+    if (rc == MR_OK) {
+      if (strcmp(name, "all") == 0)
+        guc_reset_all(s);
+      else
+        guc_reset(s, name);
+      free(name);
+      rc = complete(sink, "RESET", err);
+    }
+    break;
+  }
+  case SQL_KIND_DISCARD:
+    if (s->status != 'I' && !s->implicit) {
+      rc = sql_fail(err, MR_ERR_INVALID, "25001",
+                    "DISCARD ALL cannot run inside a transaction block");
+    } else {
+      guc_reset_all(s);
+      rc = complete(sink, "DISCARD ALL", err);
+    }
+    break;
+  case SQL_KIND_NOOP: {
+    char tag[32];
+    size_t len = t.n ? (size_t)(t.v[0].end - t.v[0].start) : 0;
+    snprintf(tag, sizeof tag, "%.*s", (int)(len < 24 ? len : 24), t.n ? stmt + t.v[0].start : "");
+    for (char *p = tag; *p; p++)
+      *p = (char)toupper((unsigned char)*p);
+    rc = complete(sink, tag, err);
+    break;
+  }
+  case SQL_KIND_UNSUPPORTED:
+    rc = sql_fail(err, MR_ERR_INVALID, "0A000", "%.*s is not supported by moraine",
+                  t.v[0].end - t.v[0].start, stmt + t.v[0].start);
+    break;
+  default: {
+    bool autocommit = s->status == 'I';
+    if (autocommit)
+      rc = begin_txn(s, true, err);
+    if (rc == MR_OK)
+      rc = run_in_duckdb(s, stmt, &t, kind, sink, err);
+    if (autocommit && s->status == 'T' && s->implicit) {
+      if (rc)
+        rollback_txn(s);
+      else
+        rc = commit_txn(s, err);
+    }
+    break;
+  }
+  }
+  sql_toks_free(&t);
+  return rc;
+}
+
+/* After an error inside a transaction: PostgreSQL's rules. */
+static void after_error(sql_session *s) {
+  if (s->status == 'I')
+    return;
+  if (s->implicit)
+    rollback_txn(s);
+  else
+    s->status = 'E';
+}
+
+mr_status sql_session_simple_query(sql_session *s, const char *query, const sql_sink *sink,
+                                   sql_error *err) {
+  sql_stmts st;
+  mr_status rc = sql_lex_split(query, &st, err);
+  if (rc) {
+    after_error(s);
+    return rc;
+  }
+  if (st.n == 0) {
+    sql_stmts_free(&st);
+    return SQL_SINK_CALL0(sink, empty_query) ? lost(err) : MR_OK;
+  }
+  if (st.n > 1 && s->status == 'I')
+    rc = begin_txn(s, true, err);
+  for (size_t i = 0; rc == MR_OK && i < st.n; i++)
+    rc = run_statement(s, st.v[i], sink, err);
+  if (rc)
+    after_error(s);
+  else if (s->status == 'T' && s->implicit)
+    rc = commit_txn(s, err);
+  sql_stmts_free(&st);
+  return rc;
+}
+
+void sql_session_reset(sql_session *s) {
+  if (s->status != 'I')
+    rollback_txn(s);
+  guc_reset_all(s);
+}
+
+/* ---- extended protocol -------------------------------------------------- */
+
+static uint32_t param_oid_of(duckdb_type t) {
+  switch (t) {
+  case DUCKDB_TYPE_BOOLEAN:
+    return 16;
+  case DUCKDB_TYPE_TINYINT:
+  case DUCKDB_TYPE_SMALLINT:
+    return 21;
+  case DUCKDB_TYPE_INTEGER:
+    return 23;
+  case DUCKDB_TYPE_BIGINT:
+    return 20;
+  case DUCKDB_TYPE_FLOAT:
+    return 700;
+  case DUCKDB_TYPE_DOUBLE:
+    return 701;
+  case DUCKDB_TYPE_BLOB:
+    return 17;
+  case DUCKDB_TYPE_DATE:
+    return 1082;
+  case DUCKDB_TYPE_TIMESTAMP:
+    return 1114;
+  case DUCKDB_TYPE_TIMESTAMP_TZ:
+    return 1184;
+  case DUCKDB_TYPE_UUID:
+    return 2950;
+  case DUCKDB_TYPE_DECIMAL:
+    return 1700;
+  default:
+    return PG_OID_TEXT;
+  }
+}
+
+mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_oids,
+                              const uint32_t *param_oids, sql_prepared **out, sql_error *err) {
+  *out = NULL;
+  sql_prepared *p = calloc(1, sizeof *p);
+  if (p == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  p->s = s;
+  p->sql = sql_strdup(query);
+  p->kind = SQL_KIND_NOOP;
+  /* link first so sql_prepared_free can always unlink */
+  p->next = s->prepared;
+  if (s->prepared)
+    s->prepared->prevp = &p->next;
+  p->prevp = &s->prepared;
+  s->prepared = p;
+  if (p->sql == NULL) {
+    sql_prepared_free(p);
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  }
+  sql_stmts st;
+  mr_status rc = sql_lex_split(query, &st, err);
+  if (rc) {
+    sql_prepared_free(p);
+    return rc;
+  }
+  if (st.n > 1) {
+    p->multi = true;
+    p->kind = SQL_KIND_OTHER;
+  } else if (st.n == 1) {
+    sql_toks t;
+    rc = sql_lex_scan(st.v[0], &t, err);
+    if (rc == MR_OK) {
+      p->kind = sql_lex_classify(st.v[0], &t);
+      if (p->kind == SQL_KIND_OTHER || p->kind == SQL_KIND_DML || p->kind == SQL_KIND_DDL) {
+        char *sql = NULL;
+        rc = sql_rewrite(st.v[0], &sql, err);
+        if (rc == MR_OK && p->kind == SQL_KIND_DML) {
+          rc = sql_lex_dml_target(st.v[0], &t, &p->dml, err);
+          if (rc == MR_OK && !p->dml.has_returning) {
+            char *full = with_returning(s, sql, &p->dml, err);
+            free(sql);
+            sql = full;
+            p->capture = true;
+            if (sql == NULL)
+              rc = err ? err->base.code : MR_ERR_INVALID;
+          }
+        }
+        if (rc == MR_OK && duckdb_prepare(s->con, sql, &p->ps) != DuckDBSuccess) {
+          rc = sql_fail_duckdb(err, duckdb_prepare_error(p->ps));
+          duckdb_destroy_prepare(&p->ps);
+          p->ps = NULL;
+        }
+        if (rc == MR_OK && p->kind == SQL_KIND_OTHER) {
+          char *wrapped = sql_text_wrap(p->ps, sql);
+          if (wrapped && duckdb_prepare(s->con, wrapped, &p->ps_text) != DuckDBSuccess) {
+            duckdb_destroy_prepare(&p->ps_text);
+            p->ps_text = NULL;
+          }
+          free(wrapped);
+        }
+        free(sql);
+      }
+      sql_toks_free(&t);
+    }
+  }
+  sql_stmts_free(&st);
+  if (rc == MR_OK && p->ps) {
+    p->nparams = duckdb_nparams(p->ps);
+    p->param_oids = calloc(p->nparams ? p->nparams : 1, sizeof *p->param_oids);
+    if (p->param_oids == NULL)
+      rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    for (size_t i = 0; rc == MR_OK && i < p->nparams; i++)
+      p->param_oids[i] = i < nparam_oids && param_oids[i] ? param_oids[i]
+                                                           : param_oid_of(duckdb_param_type(p->ps, i + 1));
+  }
+  if (rc) {
+    sql_prepared_free(p);
+    return rc;
+  }
+  *out = p;
+  return MR_OK;
+}
+
+void sql_prepared_free(sql_prepared *p) {
+  if (p == NULL)
+    return;
+  if (p->prevp) {
+    *p->prevp = p->next;
+    if (p->next)
+      p->next->prevp = p->prevp;
+  }
+  if (p->ps)
+    duckdb_destroy_prepare(&p->ps);
+  if (p->ps_text)
+    duckdb_destroy_prepare(&p->ps_text);
+  sql_dml_target_free(&p->dml);
+  free(p->param_oids);
+  free(p->sql);
+  free(p);
+}
+
+size_t sql_prepared_nparams(const sql_prepared *p) { return p->nparams; }
+
+mr_status sql_prepared_describe(sql_session *s, sql_prepared *p, bool with_params,
+                                size_t nformats, const int16_t *result_formats,
+                                const sql_sink *sink, sql_error *err) {
+  if (with_params && SQL_SINK_CALL(sink, parameter_description, p->nparams, p->param_oids))
+    return lost(err);
+  if (p->kind == SQL_KIND_SHOW) {
+    sql_column col = {"setting", PG_OID_TEXT, -1, -1, 0};
+    return SQL_SINK_CALL(sink, row_description, 1, &col) ? lost(err) : MR_OK;
+  }
+  if (p->ps == NULL || p->capture || p->kind == SQL_KIND_DDL || p->multi)
+    return SQL_SINK_CALL0(sink, no_data) ? lost(err) : MR_OK;
+  return sql_describe_columns(p->ps, nformats, result_formats, sink, err);
+}
+
+static int64_t be_int(const char *v, size_t n) {
+  int64_t x = 0;
+  for (size_t i = 0; i < n; i++)
+    x = (int64_t)((uint64_t)x << 8 | (uint8_t)v[i]);
+  if (n > 0 && n < 8 && ((uint8_t)v[0] & 0x80))
+    x -= (int64_t)1 << (8 * n);
+  return x;
+}
+
+static mr_status bind_param(sql_prepared *p, duckdb_prepared_statement ps, size_t i,
+                            const char *v, size_t n, int16_t fmt, sql_error *err) {
+  idx_t idx = i + 1;
+  duckdb_state st;
+  if (v == NULL) {
+    st = duckdb_bind_null(ps, idx);
+  } else if (fmt == 0) {
+    st = duckdb_bind_varchar_length(ps, idx, v, n);
+  } else {
+    switch (p->param_oids[i]) {
+    case 16:
+      st = n == 1 ? duckdb_bind_boolean(ps, idx, v[0] != 0) : DuckDBError;
+      break;
+    case 21:
+    case 23:
+    case 20:
+      st = (n == 2 || n == 4 || n == 8) ? duckdb_bind_int64(ps, idx, be_int(v, n)) : DuckDBError;
+      break;
+    case 701: {
+      uint64_t bits = (uint64_t)be_int(v, 8);
+      double d;
+      memcpy(&d, &bits, 8);
+      st = n == 8 ? duckdb_bind_double(ps, idx, d) : DuckDBError;
+      break;
+    }
+    case 17:
+      st = duckdb_bind_blob(ps, idx, v, n);
+      break;
+    case 25:
+    case 1043:
+      st = duckdb_bind_varchar_length(ps, idx, v, n);
+      break;
+    default:
+      return sql_fail(err, MR_ERR_INVALID, "0A000",
+                      "binary format for parameter %zu (type %u) is not supported", i + 1,
+                      p->param_oids[i]);
+    }
+  }
+  if (st != DuckDBSuccess)
+    return sql_fail(err, MR_ERR_INVALID, "22P02", "invalid value for parameter %zu", i + 1);
+  return MR_OK;
+}
+
+/* Runs a multi-statement Parse: every statement, results not sent (the
+ * client was told NoData), one CommandComplete for the last. */
+typedef struct quiet_sink {
+  const sql_sink *outer;
+  char tag[64];
+} quiet_sink;
+static int quiet_rowdesc(void *c, size_t n, const sql_column *cols) { return 0; }
+static int quiet_row(void *c, size_t n, const char *const *v, const size_t *l) { return 0; }
+static int quiet_complete(void *c, const char *tag) {
+  snprintf(((quiet_sink *)c)->tag, sizeof ((quiet_sink *)c)->tag, "%s", tag);
+  return 0;
+}
+
+mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
+                               const char *const *vals, const size_t *lens, size_t nparam_formats,
+                               const int16_t *param_formats, size_t nformats,
+                               const int16_t *result_formats, const sql_sink *sink,
+                               sql_error *err) {
+  if (p->multi || p->ps == NULL) {
+    if (p->kind == SQL_KIND_NOOP && !p->multi && p->sql[strspn(p->sql, " \t\r\n;")] == '\0')
+      return SQL_SINK_CALL0(sink, empty_query) ? lost(err) : MR_OK;
+    if (!p->multi)
+      return run_statement(s, p->sql, sink, err); /* a session command */
+    quiet_sink q = {sink, "SELECT 0"};
+    sql_sink inner = *sink;
+    inner.ctx = &q;
+    inner.row_description = quiet_rowdesc;
+    inner.data_row = quiet_row;
+    inner.command_complete = quiet_complete;
+    inner.copy_out_begin = NULL;
+    inner.copy_data = NULL;
+    inner.copy_done = NULL;
+    inner.copy_in_begin = NULL;
+    inner.copy_in_read = NULL;
+    inner.empty_query = NULL;
+    inner.parameter_status = NULL;
+    inner.no_data = NULL;
+    inner.parameter_description = NULL;
+    mr_status rc = sql_session_simple_query(s, p->sql, &inner, err);
+    return rc ? rc : complete(sink, q.tag, err);
+  }
+  if (s->status == 'E')
+    return sql_fail(err, MR_ERR_INVALID, "25P02",
+                    "current transaction is aborted, commands ignored until end of transaction "
+                    "block");
+  if (nparams != p->nparams)
+    return sql_fail(err, MR_ERR_INVALID, "08P01",
+                    "bind message supplies %zu parameters, but prepared statement requires %zu",
+                    nparams, p->nparams);
+  mr_status rc = read_only_check(s, p->kind, p->sql, err);
+  if (rc)
+    return rc;
+  if (s->status == 'I') {
+    rc = begin_txn(s, true, err); /* committed at Sync */
+    if (rc)
+      return rc;
+  }
+  bool all_text = true;
+  for (size_t i = 0; i < nformats; i++)
+    if (result_formats[i] != 0)
+      all_text = false;
+  duckdb_prepared_statement run = all_text && p->ps_text ? p->ps_text : p->ps;
+  duckdb_clear_bindings(run);
+  for (size_t i = 0; i < nparams; i++) {
+    int16_t fmt = nparam_formats == 0 ? 0 : nparam_formats == 1 ? param_formats[0] : param_formats[i];
+    rc = bind_param(p, run, i, vals[i], lens[i], fmt, err);
+    if (rc)
+      return rc;
+  }
+  duckdb_result r;
+  if (duckdb_execute_prepared(run, &r) != DuckDBSuccess) {
+    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+    duckdb_destroy_result(&r);
+    return rc;
+  }
+  char tag[64];
+  if (p->capture) {
+    uint64_t n = 0;
+    rc = sql_capture_result(&s->cap, s->con, s->e->dbname, p->dml.op,
+                            p->dml.schema ? p->dml.schema : "public", p->dml.table, &r, &n, err);
+    snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(p->dml.op), n);
+  } else if (p->kind == SQL_KIND_DDL) {
+    char *sql = NULL;
+    rc = sql_rewrite(p->sql, &sql, err);
+    if (rc == MR_OK)
+      rc = sql_capture_ddl(&s->cap, sql, err);
+    free(sql);
+    sql_toks t;
+    if (sql_lex_scan(p->sql, &t, NULL) == MR_OK) {
+      char *ddl = sql_lex_ddl_tag(p->sql, &t);
+      snprintf(tag, sizeof tag, "%s", ddl ? ddl : "CREATE");
+      free(ddl);
+      sql_toks_free(&t);
+    } else {
+      snprintf(tag, sizeof tag, "CREATE");
+    }
+  } else {
+    uint64_t n = 0;
+    rc = sql_send_result(s, &r, NULL, false, nformats, result_formats, sink, &n, err);
+    if (p->kind == SQL_KIND_DML)
+      snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(p->dml.op), n);
+    else
+      snprintf(tag, sizeof tag, "SELECT %" PRIu64, n);
+  }
+  duckdb_destroy_result(&r);
+  return rc ? rc : complete(sink, tag, err);
+}
+
+void sql_session_error_at_sync(sql_session *s) { after_error(s); }
+
+mr_status sql_session_sync(sql_session *s, sql_error *err) {
+  if (s->status == 'T' && s->implicit)
+    return commit_txn(s, err);
+  return MR_OK;
+}

@@ -1,0 +1,313 @@
+/*
+ * read.c — the store's read paths: the current load (current subspace only),
+ * reads at a snapshot (current with begin <= S plus history with
+ * begin <= S < end, unversioned kinds as now, embedded tag rows filtered),
+ * snapshot listing, name lookup, delete files by target, changelog replay.
+ * Every read is an ascending scan of exactly the ranges asked for, or a
+ * point read. Not here: commits (commit.c), census (store.c).
+ */
+#include "store/store_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-record callback of scan_range; the message is freed after it. */
+typedef mr_status (*scan_fn)(void *ctx, const mr_key *k, ProtobufCMessage *msg, mr_error *err);
+
+/* Decodes and hands every record of [start, end) to fn, in key order. */
+static mr_status scan_range(store *st, const mr_keybuf *start, const mr_keybuf *end, scan_fn fn, void *ctx,
+                            mr_error *err) {
+  kv_iter *it = NULL;
+  mr_status rc = kv_iter_open(st->db, start->b, start->len, end->b, end->len, &it, err);
+  if (rc)
+    return rc;
+  for (;;) {
+    const void *kp, *vp;
+    size_t kl, vl;
+    rc = kv_iter_next(it, &kp, &kl, &vp, &vl, err);
+    if (rc == MR_ERR_NOT_FOUND) {
+      mr_error_clear(err);
+      rc = MR_OK;
+      break;
+    }
+    if (rc)
+      break;
+    mr_key k;
+    ProtobufCMessage *m = NULL;
+    rc = mr_key_decode(kp, kl, &k, err);
+    if (!rc)
+      rc = mr_value_decode(&k, vp, vl, &m, err);
+    if (!rc)
+      rc = fn(ctx, &k, m, err);
+    mr_value_free(m);
+    if (rc)
+      break;
+  }
+  kv_iter_close(it);
+  return rc;
+}
+
+static mr_status scan_r(store *st, const mr_key_range *r, scan_fn fn, void *ctx, mr_error *err) {
+  return scan_range(st, &r->start, &r->end, fn, ctx, err);
+}
+
+/* ---- current load -------------------------------------------------------- */
+
+typedef struct visit_ctx {
+  store_visit_fn fn;
+  void *ctx;
+  uint64_t s; /* read_at snapshot */
+} visit_ctx;
+
+static mr_status visit_all(void *ctx, const mr_key *k, ProtobufCMessage *m, mr_error *err) {
+  visit_ctx *v = ctx;
+  return v->fn(v->ctx, k, m, err);
+}
+
+mr_status store_load_current(store *st, store_visit_fn fn, void *ctx, mr_error *err) {
+  mr_key_range r;
+  mr_status rc = mr_key_range_subspace(MR_SS_CURRENT, &r, err);
+  if (rc)
+    return rc;
+  visit_ctx v = {fn, ctx, 0};
+  return scan_r(st, &r, visit_all, &v, err);
+}
+
+mr_status store_list_snapshots(store *st, store_visit_fn fn, void *ctx, mr_error *err) {
+  mr_key_range r;
+  mr_status rc = mr_key_range_subspace(MR_SS_SNAPSHOT, &r, err);
+  if (rc)
+    return rc;
+  visit_ctx v = {fn, ctx, 0};
+  return scan_r(st, &r, visit_all, &v, err);
+}
+
+/* ---- read at a snapshot -------------------------------------------------- */
+
+/* begin <= s < end (no end: live). */
+static bool live_at(uint64_t begin, bool has_end, uint64_t end, uint64_t s) {
+  return begin <= s && (!has_end || s < end);
+}
+
+/* Moves the embedded tag rows (tag entries, column tags) live at s to the
+ * front of their array, in order, and shortens the count to them; the rest
+ * stay in the array's tail (see visit_filtered). */
+static void filter_tags(ProtobufCMessage *m, mr_key_kind kind, uint64_t s) {
+  if (kind == MR_KK_TAG) {
+    Moraine__V1__Tag *t = (Moraine__V1__Tag *)m;
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_entries; i++) {
+      Moraine__V1__TagEntry *e = t->entries[i];
+      if (live_at((uint64_t)e->begin_snapshot, e->has_end_snapshot, (uint64_t)e->end_snapshot, s)) {
+        t->entries[i] = t->entries[n];
+        t->entries[n++] = e;
+      }
+    }
+    t->n_entries = n;
+  } else if (kind == MR_KK_COLUMN) {
+    Moraine__V1__Column *c = (Moraine__V1__Column *)m;
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_column_tag; i++) {
+      Moraine__V1__ColumnTag *e = c->column_tag[i];
+      if (live_at((uint64_t)e->begin_snapshot, e->has_end_snapshot, (uint64_t)e->end_snapshot, s)) {
+        c->column_tag[i] = c->column_tag[n];
+        c->column_tag[n++] = e;
+      }
+    }
+    c->n_column_tag = n;
+  }
+}
+
+/*
+ * Visits m after filtering its tag rows; the filtered-out rows are moved to
+ * the array's tail, so resetting the count before freeing frees them all.
+ */
+static mr_status visit_filtered(visit_ctx *v, const mr_key *k, ProtobufCMessage *m, mr_error *err) {
+  size_t *count = NULL;
+  if (k->kind == MR_KK_TAG)
+    count = &((Moraine__V1__Tag *)m)->n_entries;
+  else if (k->kind == MR_KK_COLUMN)
+    count = &((Moraine__V1__Column *)m)->n_column_tag;
+  size_t all = count ? *count : 0;
+  filter_tags(m, k->kind, v->s);
+  mr_status rc = v->fn(v->ctx, k, m, err);
+  if (count)
+    *count = all;
+  return rc;
+}
+
+/* Versioned (current or history) and inline rows: visit those live at s. */
+static mr_status visit_at(void *ctx, const mr_key *k, ProtobufCMessage *m, mr_error *err) {
+  visit_ctx *v = ctx;
+  uint64_t begin = 0, end = 0;
+  if (store_msg_u64(m, "begin_snapshot", &begin)) {
+    bool has_end = store_msg_u64(m, "end_snapshot", &end);
+    if (!live_at(begin, has_end, end, v->s))
+      return MR_OK;
+  }
+  return visit_filtered(v, k, m, err);
+}
+
+/* One kind's records at s: current range then (versioned) history range. */
+static mr_status read_kind_at(store *st, mr_key_kind kind, uint64_t table_id, visit_ctx *v, mr_error *err) {
+  const mr_key_kind_info *ki = mr_key_kind_get(kind);
+  for (int h = 0; h < 2; h++) {
+    if (h == 1 && !(ki->flags & MR_KF_VERSIONED))
+      break;
+    mr_key_range r;
+    mr_status rc = table_id ? mr_key_range_table(kind, h == 1, table_id, &r, err)
+                            : mr_key_range_kind(kind, h == 1, &r, err);
+    if (!rc)
+      rc = scan_r(st, &r, visit_at, v, err);
+    if (rc)
+      return rc;
+  }
+  return MR_OK;
+}
+
+/* A single point record visited as of s (tag container, option record). */
+static mr_status read_point_at(store *st, const mr_key *k, visit_ctx *v, mr_error *err) {
+  ProtobufCMessage *m = NULL;
+  mr_status rc = store_get_msg(st, k, &m, err);
+  if (rc == MR_ERR_NOT_FOUND) {
+    mr_error_clear(err);
+    return MR_OK;
+  }
+  if (!rc)
+    rc = visit_filtered(v, k, m, err);
+  mr_value_free(m);
+  return rc;
+}
+
+mr_status store_read_at(store *st, uint64_t s, uint64_t table_id, store_visit_fn fn, void *ctx, mr_error *err) {
+  visit_ctx v = {fn, ctx, s};
+  for (unsigned kind = 0; kind < MR_KK_COUNT; kind++) {
+    const mr_key_kind_info *ki = mr_key_kind_get((mr_key_kind)kind);
+    bool entity = ki->subspace == MR_SS_CURRENT || ki->subspace == MR_SS_INLINE ||
+                  ki->subspace == MR_SS_SCHEMA_VERSION;
+    if (!entity || (table_id && !(ki->flags & MR_KF_TABLE_SCOPED)))
+      continue;
+    mr_status rc = read_kind_at(st, (mr_key_kind)kind, table_id, &v, err);
+    if (rc)
+      return rc;
+  }
+  if (table_id == 0)
+    return MR_OK;
+  /* The table's own tag container and table-scope options. */
+  mr_key tk = {.kind = MR_KK_TAG, .c = {table_id}};
+  mr_status rc = read_point_at(st, &tk, &v, err);
+  if (rc)
+    return rc;
+  mr_key ok = {.kind = MR_KK_OPTION, .c = {MR_SCOPE_TABLE, table_id}};
+  return read_point_at(st, &ok, &v, err);
+}
+
+/* ---- name lookup ---------------------------------------------------------- */
+
+typedef struct name_ctx {
+  uint64_t id;
+  bool found;
+} name_ctx;
+
+static mr_status name_last(void *ctx, const mr_key *k, ProtobufCMessage *m, mr_error *err) {
+  name_ctx *n = ctx;
+  n->id = k->c[2];
+  n->found = true;
+  return MR_OK;
+}
+
+mr_status store_lookup_name(store *st, mr_name_kind nk, uint64_t parent_id, const char *name, uint64_t *entity_id,
+                            bool *found, mr_error *err) {
+  *found = false;
+  *entity_id = 0;
+  mr_key_range r;
+  mr_status rc = mr_key_range_name(nk, parent_id, name, strlen(name), &r, err);
+  if (rc)
+    return rc;
+  name_ctx n = {0, false};
+  rc = scan_r(st, &r, name_last, &n, err);
+  if (rc || !n.found)
+    return rc;
+  mr_key ek = {.kind = nk == MR_NAME_SCHEMA ? MR_KK_SCHEMA : MR_KK_TABLE, .c = {n.id}};
+  ProtobufCMessage *m = NULL;
+  rc = store_get_msg(st, &ek, &m, err);
+  if (rc == MR_ERR_NOT_FOUND)
+    return mr_fail(err, MR_ERR_CORRUPTION, "name directory: \"%s\" names entity %llu, which is not current", name,
+                   (unsigned long long)n.id);
+  if (rc)
+    return rc;
+  const char *cur = store_msg_str(m, nk == MR_NAME_SCHEMA ? "schema_name" : "table_name");
+  uint64_t parent = 0;
+  bool parent_ok = nk == MR_NAME_SCHEMA || (store_msg_u64(m, "schema_id", &parent) && parent == parent_id);
+  bool ok = cur != NULL && strcmp(cur, name) == 0 && parent_ok;
+  mr_value_free(m);
+  if (!ok)
+    return mr_fail(err, MR_ERR_CORRUPTION, "name directory: \"%s\" names entity %llu, whose current name differs",
+                   name, (unsigned long long)n.id);
+  *entity_id = n.id;
+  *found = true;
+  return MR_OK;
+}
+
+/* ---- delete files by target ---------------------------------------------- */
+
+typedef struct target_ctx {
+  store *st;
+  store_visit_fn fn;
+  void *ctx;
+} target_ctx;
+
+static mr_status visit_target(void *ctx, const mr_key *k, ProtobufCMessage *unused, mr_error *err) {
+  target_ctx *t = ctx;
+  mr_key dk = {.kind = MR_KK_DELFILE, .c = {k->c[0], k->c[2]}};
+  ProtobufCMessage *m = NULL;
+  mr_status rc = store_get_msg(t->st, &dk, &m, err);
+  if (rc == MR_ERR_NOT_FOUND)
+    return mr_fail(err, MR_ERR_CORRUPTION, "delete_target: delete file %llu of table %llu is not current",
+                   (unsigned long long)k->c[2], (unsigned long long)k->c[0]);
+  if (rc)
+    return rc;
+  uint64_t target = 0;
+  if (!store_msg_u64(m, "data_file_id", &target) || target != k->c[1]) {
+    mr_value_free(m);
+    return mr_fail(err, MR_ERR_CORRUPTION, "delete_target: delete file %llu does not target data file %llu",
+                   (unsigned long long)k->c[2], (unsigned long long)k->c[1]);
+  }
+  rc = t->fn(t->ctx, &dk, m, err);
+  mr_value_free(m);
+  return rc;
+}
+
+mr_status store_delete_files_for(store *st, uint64_t table_id, uint64_t data_file_id, store_visit_fn fn, void *ctx,
+                                 mr_error *err) {
+  mr_key k = {.kind = MR_KK_DELETE_TARGET, .c = {table_id, data_file_id, 0}};
+  mr_key_range r;
+  mr_status rc = mr_key_range_prefix(&k, 2, &r, err);
+  if (rc)
+    return rc;
+  target_ctx t = {st, fn, ctx};
+  return scan_r(st, &r, visit_target, &t, err);
+}
+
+/* ---- changelog ------------------------------------------------------------ */
+
+mr_status store_changelog_replay(store *st, uint64_t from, uint64_t to, store_visit_fn fn, void *ctx,
+                                 mr_error *err) {
+  if (to <= from)
+    return MR_OK;
+  mr_key_range all;
+  mr_status rc = mr_key_range_subspace(MR_SS_CHANGELOG, &all, err);
+  if (rc)
+    return rc;
+  mr_key a = {.kind = MR_KK_CHANGELOG, .c = {from + 1}};
+  mr_keybuf start, end = all.end;
+  rc = store_key_bytes(&a, &start, err);
+  if (!rc && to != UINT64_MAX) {
+    mr_key b = {.kind = MR_KK_CHANGELOG, .c = {to + 1}};
+    rc = store_key_bytes(&b, &end, err);
+  }
+  if (rc)
+    return rc;
+  visit_ctx v = {fn, ctx, 0};
+  return scan_range(st, &start, &end, visit_all, &v, err);
+}

@@ -1,0 +1,348 @@
+/*
+ * store.c — store lifecycle: open (creating sys/format + sys/head in the
+ * first batch, refusing formats and migrations it cannot serve), close,
+ * the head, the failed state, the shared key/value helpers, the head-bumping
+ * batch writer, and the census. Commits live in commit.c, reads in read.c,
+ * expiry in expire.c.
+ */
+#include "store/store_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mr_version.h"
+
+/* ---- helpers shared by the store's files -------------------------------- */
+
+mr_status store_key_bytes(const mr_key *k, mr_keybuf *out, mr_error *err) {
+  return mr_key_encode(k, out, err);
+}
+
+mr_status store_get_msg(store *st, const mr_key *k, ProtobufCMessage **out, mr_error *err) {
+  mr_keybuf kb;
+  *out = NULL;
+  mr_status rc = store_key_bytes(k, &kb, err);
+  if (rc)
+    return rc;
+  void *val = NULL;
+  size_t vlen = 0;
+  rc = kv_get(st->db, kb.b, kb.len, &val, &vlen, err);
+  if (rc)
+    return rc;
+  rc = mr_value_decode(k, val, vlen, out, err);
+  kv_free(val);
+  return rc;
+}
+
+static const ProtobufCFieldDescriptor *field_of(const ProtobufCMessage *m, const char *name) {
+  return protobuf_c_message_descriptor_get_field_by_name(m->descriptor, name);
+}
+
+bool store_msg_u64(const ProtobufCMessage *m, const char *field, uint64_t *v) {
+  const ProtobufCFieldDescriptor *f = field_of(m, field);
+  if (f == NULL || f->label == PROTOBUF_C_LABEL_REPEATED)
+    return false;
+  const uint8_t *base = (const uint8_t *)m;
+  if (f->label == PROTOBUF_C_LABEL_OPTIONAL && !*(const protobuf_c_boolean *)(base + f->quantifier_offset))
+    return false;
+  if (f->type == PROTOBUF_C_TYPE_INT64 || f->type == PROTOBUF_C_TYPE_UINT64) {
+    memcpy(v, base + f->offset, sizeof *v);
+    return true;
+  }
+  return false;
+}
+
+const char *store_msg_str(const ProtobufCMessage *m, const char *field) {
+  const ProtobufCFieldDescriptor *f = field_of(m, field);
+  if (f == NULL || f->type != PROTOBUF_C_TYPE_STRING || f->label == PROTOBUF_C_LABEL_REPEATED)
+    return NULL;
+  const char *s;
+  memcpy(&s, (const uint8_t *)m + f->offset, sizeof s);
+  return s;
+}
+
+int64_t store_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Adds a put of msg under the key of kind k (no components) to b. */
+static mr_status batch_put_msg(kv_batch *b, const mr_key *k, const ProtobufCMessage *msg, mr_error *err) {
+  mr_keybuf kb;
+  mr_status rc = store_key_bytes(k, &kb, err);
+  if (rc)
+    return rc;
+  uint8_t *val = NULL;
+  size_t vlen = 0;
+  rc = mr_value_encode(k->kind, msg, &val, &vlen, err);
+  if (rc)
+    return rc;
+  rc = kv_batch_put(b, kb.b, kb.len, val, vlen, err);
+  free(val);
+  return rc;
+}
+
+static mr_status head_put(kv_batch *b, store_head h, mr_error *err) {
+  Moraine__V1__SysHead head = MORAINE__V1__SYS_HEAD__INIT;
+  head.snapshot_id = h.snapshot_id;
+  head.batch_count = h.batch_count;
+  mr_key k = {.kind = MR_KK_SYS_HEAD};
+  return batch_put_msg(b, &k, &head.base, err);
+}
+
+static void mark_failed(store *st, mr_status code, const mr_error *e) {
+  st->failed = true;
+  st->fail_code = code;
+  snprintf(st->fail_msg, sizeof st->fail_msg, "%s", e ? e->msg : mr_status_text(code));
+}
+
+mr_status store_write_batch(store *st, kv_batch *b, const store_head *expected, uint64_t snapshot_id,
+                            store_head *new_head, mr_error *err) {
+  mr_error local;
+  if (err == NULL)
+    err = &local;
+  pthread_mutex_lock(&st->mu);
+  mr_status rc = MR_OK;
+  if (st->failed) {
+    rc = mr_fail(err, st->fail_code, "store failed earlier, no more commits: %s", st->fail_msg);
+    goto out;
+  }
+  if (expected && (expected->batch_count != st->head.batch_count || expected->snapshot_id != st->head.snapshot_id)) {
+    rc = mr_fail(err, MR_ERR_CONFLICT,
+                 "conflict: head moved since the transaction began (began at snapshot %llu batch %llu, "
+                 "head is snapshot %llu batch %llu)",
+                 (unsigned long long)expected->snapshot_id, (unsigned long long)expected->batch_count,
+                 (unsigned long long)st->head.snapshot_id, (unsigned long long)st->head.batch_count);
+    goto out;
+  }
+  store_head h = {snapshot_id == UINT64_MAX ? st->head.snapshot_id : snapshot_id, st->head.batch_count + 1};
+  rc = head_put(b, h, err);
+  if (rc)
+    goto out;
+  if (st->fault) {
+    rc = st->fault(st->fault_ctx, "before_write", err);
+    if (rc)
+      goto out;
+  }
+  rc = kv_write(st->db, b, err);
+  if (rc) {
+    mark_failed(st, rc, err);
+    mr_error_wrap(err, "store write failed, store now refuses commits");
+    goto out;
+  }
+  st->head = h;
+  if (new_head)
+    *new_head = h;
+out:
+  pthread_mutex_unlock(&st->mu);
+  return rc;
+}
+
+/* ---- open: format checks ------------------------------------------------ */
+
+/* True when the store holds no key at all. */
+static mr_status store_is_empty(store *st, bool *empty, mr_error *err) {
+  kv_iter *it = NULL;
+  mr_status rc = kv_iter_open(st->db, NULL, 0, NULL, 0, &it, err);
+  if (rc)
+    return rc;
+  const void *k, *v;
+  size_t kl, vl;
+  rc = kv_iter_next(it, &k, &kl, &v, &vl, err);
+  kv_iter_close(it);
+  if (rc == MR_OK || rc == MR_ERR_NOT_FOUND) {
+    *empty = rc == MR_ERR_NOT_FOUND;
+    mr_error_clear(err);
+    return MR_OK;
+  }
+  return rc;
+}
+
+/* The first batch of a new store: sys/format and sys/head {0, 0}. */
+static mr_status format_new(store *st, mr_error *err) {
+  kv_batch *b = NULL;
+  mr_status rc = kv_batch_new(&b, err);
+  if (rc)
+    return rc;
+  Moraine__V1__SysFormat f = MORAINE__V1__SYS_FORMAT__INIT;
+  f.layout_version = STORE_FORMAT_LATEST;
+  f.writer_version = (char *)MORAINE_VERSION;
+  mr_key fk = {.kind = MR_KK_SYS_FORMAT};
+  rc = batch_put_msg(b, &fk, &f.base, err);
+  if (!rc)
+    rc = head_put(b, (store_head){0, 0}, err);
+  if (!rc)
+    rc = kv_write(st->db, b, err);
+  kv_batch_free(b);
+  if (rc)
+    return mr_error_wrap(err, "store_open: writing sys/format and sys/head of a new store");
+  st->head = (store_head){0, 0};
+  return MR_OK;
+}
+
+static mr_status check_format(store *st, const char *url, mr_error *err) {
+  mr_key fk = {.kind = MR_KK_SYS_FORMAT};
+  ProtobufCMessage *m = NULL;
+  mr_status rc = store_get_msg(st, &fk, &m, err);
+  if (rc == MR_ERR_NOT_FOUND) {
+    bool empty = false;
+    rc = store_is_empty(st, &empty, err);
+    if (rc)
+      return rc;
+    if (!empty)
+      return mr_fail(err, MR_ERR_INVALID, "store_open %s: the store has keys but no sys/format; not a moraine store", url);
+    if (st->read_only)
+      return mr_fail(err, MR_ERR_NOT_FOUND, "store_open %s: empty store, nothing to read", url);
+    return format_new(st, err);
+  }
+  if (rc)
+    return mr_error_wrap(err, "store_open %s: reading sys/format", url);
+  const Moraine__V1__SysFormat *f = (const Moraine__V1__SysFormat *)m;
+  unsigned ver = f->layout_version;
+  char writer[64];
+  snprintf(writer, sizeof writer, "%s", f->writer_version ? f->writer_version : "?");
+  mr_value_free(m);
+  if (ver > STORE_FORMAT_LATEST)
+    return mr_fail(err, MR_ERR_INVALID,
+                   "store_open %s: sys/format is layout %u written by moraine %s, newer than this build "
+                   "(moraine %s reads %d..%d); upgrade moraine",
+                   url, ver, writer, MORAINE_VERSION, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST);
+  if (ver < STORE_FORMAT_OLDEST)
+    return mr_fail(err, MR_ERR_INVALID,
+                   "store_open %s: sys/format is layout %u written by moraine %s, unknown to this build "
+                   "(reads %d..%d); migrate the store first",
+                   url, ver, writer, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST);
+
+  mr_key mk = {.kind = MR_KK_SYS_MIGRATION};
+  rc = store_get_msg(st, &mk, &m, err);
+  if (rc == MR_OK) {
+    const Moraine__V1__SysMigration *mg = (const Moraine__V1__SysMigration *)m;
+    rc = mr_fail(err, MR_ERR_INVALID,
+                 "store_open %s: sys/migration marker present (format %u -> %u in progress); "
+                 "finish the migration before serving the store",
+                 url, mg->from_format, mg->to_format);
+    mr_value_free(m);
+    return rc;
+  }
+  if (rc != MR_ERR_NOT_FOUND)
+    return mr_error_wrap(err, "store_open %s: reading sys/migration", url);
+
+  mr_key hk = {.kind = MR_KK_SYS_HEAD};
+  rc = store_get_msg(st, &hk, &m, err);
+  if (rc == MR_ERR_NOT_FOUND)
+    return mr_fail(err, MR_ERR_CORRUPTION, "store_open %s: sys/format present but sys/head missing", url);
+  if (rc)
+    return mr_error_wrap(err, "store_open %s: reading sys/head", url);
+  const Moraine__V1__SysHead *h = (const Moraine__V1__SysHead *)m;
+  st->head = (store_head){h->snapshot_id, h->batch_count};
+  mr_value_free(m);
+  return MR_OK;
+}
+
+/* ---- public lifecycle --------------------------------------------------- */
+
+mr_status store_open(const char *url, const store_options *opts, store **out, mr_error *err) {
+  *out = NULL;
+  store *st = calloc(1, sizeof *st);
+  if (st == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "store_open: out of memory");
+  st->read_only = opts && opts->read_only;
+  st->changelog_window = opts && opts->changelog_window ? opts->changelog_window : STORE_CHANGELOG_WINDOW;
+  pthread_mutex_init(&st->mu, NULL);
+  kv_open_options ko = {.read_only = st->read_only};
+  mr_status rc = kv_open(url, &ko, &st->db, err);
+  if (rc) {
+    mr_error_wrap(err, "store_open %s", url);
+    goto fail;
+  }
+  rc = check_format(st, url, err);
+  if (rc)
+    goto fail;
+  *out = st;
+  return MR_OK;
+fail:
+  kv_close(st->db, NULL);
+  pthread_mutex_destroy(&st->mu);
+  free(st);
+  return rc;
+}
+
+mr_status store_close(store *st, mr_error *err) {
+  if (st == NULL)
+    return MR_OK;
+  mr_status rc = kv_close(st->db, err);
+  pthread_mutex_destroy(&st->mu);
+  free(st);
+  return rc;
+}
+
+store_head store_get_head(const store *st) {
+  store *s = (store *)st; /* the lock is not part of the logical state */
+  pthread_mutex_lock(&s->mu);
+  store_head h = s->head;
+  pthread_mutex_unlock(&s->mu);
+  return h;
+}
+
+void store_set_fault(store *st, store_fault_fn fn, void *ctx) {
+  pthread_mutex_lock(&st->mu);
+  st->fault = fn;
+  st->fault_ctx = ctx;
+  pthread_mutex_unlock(&st->mu);
+}
+
+mr_status store_failed(const store *st, mr_error *err) {
+  store *s = (store *)st;
+  pthread_mutex_lock(&s->mu);
+  mr_status rc = MR_OK;
+  if (s->failed)
+    rc = mr_fail(err, s->fail_code, "store failed: %s", s->fail_msg);
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+uint64_t store_keys_read(const store *st) {
+  kv_read_stats s;
+  kv_stats(st->db, &s);
+  return s.keys_read;
+}
+
+/* ---- census ------------------------------------------------------------- */
+
+mr_status store_take_census(store *st, store_census *out, mr_error *err) {
+  memset(out, 0, sizeof *out);
+  kv_iter *it = NULL;
+  mr_status rc = kv_iter_open(st->db, NULL, 0, NULL, 0, &it, err);
+  if (rc)
+    return rc;
+  for (;;) {
+    const void *kp, *vp;
+    size_t kl, vl;
+    rc = kv_iter_next(it, &kp, &kl, &vp, &vl, err);
+    if (rc == MR_ERR_NOT_FOUND) {
+      mr_error_clear(err);
+      rc = MR_OK;
+      break;
+    }
+    if (rc)
+      break;
+    mr_key k;
+    rc = mr_key_decode(kp, kl, &k, err);
+    if (rc)
+      break;
+    const mr_key_kind_info *ki = mr_key_kind_get(k.kind);
+    mr_subspace ss = k.history ? MR_SS_HISTORY : ki->subspace;
+    out->subspace[ss].keys++;
+    out->subspace[ss].bytes += kl + vl;
+    if (ki->subspace == MR_SS_CURRENT) {
+      store_census_row *r = k.history ? &out->history_kind[k.kind] : &out->current_kind[k.kind];
+      r->keys++;
+      r->bytes += kl + vl;
+    }
+  }
+  kv_iter_close(it);
+  return rc;
+}

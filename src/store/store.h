@@ -1,0 +1,225 @@
+/*
+ * store.h — the RFC 0002 catalog store: DuckLake catalog state as keys and
+ * records in SlateDB. It knows keys (key.h) and records (value.h), never SQL.
+ *
+ * What it owns:
+ *  - store lifecycle: creating a store (sys/format + sys/head in its first
+ *    batch) and refusing one it cannot serve (unknown or newer format, a
+ *    sys/migration marker, a store without the segment extractor);
+ *  - commits: one DuckLake commit = one store_commit = one durable WriteBatch,
+ *    conditioned on sys/head (the write-write conflict anchor);
+ *  - the derived directories kept atomic with entities: name (current schema
+ *    and table names), delete_target (current delete files by data file),
+ *    changelog (the current keys each snapshot commit wrote, sliding window);
+ *  - reads: the current load (current subspace only), reads at a snapshot,
+ *    name lookup, delete files by target, changelog replay, census;
+ *  - maintenance: snapshot expiry in bounded, resumable batches, recorded in
+ *    sys/maintenance_status.
+ *
+ * Threads: a store may be shared by threads; commits are serialized by an
+ * internal commit lock, reads need no lock. One process writes a store at a
+ * time: a second writer fences the first, whose commits then fail
+ * MR_ERR_FENCED and whose store turns read-failed for good (store_failed).
+ *
+ * Ownership: every record handed to a visitor (ProtobufCMessage *, mr_key *)
+ * is valid only during that call; copy what you keep. Records passed in to a
+ * commit are encoded at once, so the caller may free them after the call.
+ */
+#ifndef MR_STORE_H
+#define MR_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "base/mr_error.h"
+#include "key/key.h"
+#include "value/value.h"
+
+/* The layout format this build writes (RFC 0002 with name + delete_target). */
+#define STORE_FORMAT_LATEST 12
+/* The oldest format this build reads. */
+#define STORE_FORMAT_OLDEST 12
+/* Default changelog window: records older than this many snapshots go. */
+#define STORE_CHANGELOG_WINDOW 1024
+
+typedef struct store store;
+
+typedef struct store_options {
+  bool read_only;              /* open a SlateDB reader, no commits */
+  uint64_t changelog_window;   /* 0 = STORE_CHANGELOG_WINDOW */
+} store_options;
+
+/* sys/head: the latest snapshot and the count of batches that landed. */
+typedef struct store_head {
+  uint64_t snapshot_id;
+  uint64_t batch_count;
+} store_head;
+
+/*
+ * TESTS ONLY: called with the store's head just before each kv_write of a
+ * commit or maintenance batch, the batch fully built. A non-OK return aborts
+ * that batch as if the process died there: nothing is written, the status
+ * (with err filled by the hook) is returned, and the store stays usable.
+ */
+typedef mr_status (*store_fault_fn)(void *ctx, const char *point, mr_error *err);
+
+/*
+ * Opens (creating if empty) the store at url (file://, memory://, s3://).
+ * opts may be NULL. On success *out is owned by the caller: store_close.
+ */
+mr_status store_open(const char *url, const store_options *opts, store **out, mr_error *err) MR_MUST_CHECK;
+
+/* Flushes and closes; frees st whatever the result. NULL is a no-op. */
+mr_status store_close(store *st, mr_error *err);
+
+/* The head as of the last commit this process made or observed. */
+store_head store_get_head(const store *st);
+
+/* TESTS ONLY: installs (fn non-NULL) or removes the fault hook above. */
+void store_set_fault(store *st, store_fault_fn fn, void *ctx);
+
+/* Non-OK once a write failed or the store was fenced: the store then takes no
+ * more commits (it never serves state that is not durable). */
+mr_status store_failed(const store *st, mr_error *err);
+
+/* ---- commits ----------------------------------------------------------- */
+
+typedef struct store_commit store_commit;
+
+/*
+ * Starts a commit that will land only if sys/head still equals `expected`
+ * (snapshot id and batch count) when it is written.
+ *
+ * Within one commit all removals (store_commit_end, store_commit_delete)
+ * apply before all writes (store_commit_put), whatever the call order, so
+ * ending a version and putting its successor under the same current key
+ * works either way round. *out is owned by the caller
+ * until store_commit_write or store_commit_abort, which free it.
+ */
+mr_status store_commit_begin(store *st, store_head expected, store_commit **out, mr_error *err) MR_MUST_CHECK;
+
+/*
+ * The DuckLake snapshot this commit creates (snapshot + snapshot_changes +
+ * conflict facts). A commit without one keeps the head's snapshot id (an
+ * options-only or maintenance batch) and writes no changelog record.
+ */
+mr_status store_commit_snapshot(store_commit *c, const Moraine__V1__Snapshot *snap, mr_error *err) MR_MUST_CHECK;
+
+/*
+ * Writes value under current key k: a new entity version (versioned kinds),
+ * an overwrite (fstat, tstat, tcstat, tag, option), a create-only mapping
+ * (refused MR_ERR_INVALID if one exists), a gcfile, a schema_version row or
+ * an inline record. Name and delete_target entries follow automatically.
+ */
+mr_status store_commit_put(store_commit *c, const mr_key *k, const ProtobufCMessage *value,
+                           mr_error *err) MR_MUST_CHECK;
+
+/*
+ * Ends the current version of a versioned entity at end_snapshot: deletes its
+ * current key and puts `ended` (the version with end_snapshot set) under the
+ * history key — in this same batch. Its name / delete_target entry goes too.
+ */
+mr_status store_commit_end(store_commit *c, const mr_key *k, const ProtobufCMessage *ended,
+                           mr_error *err) MR_MUST_CHECK;
+
+/* Deletes an unversioned record (gcfile, inline row, schema_version, ...). */
+mr_status store_commit_delete(store_commit *c, const mr_key *k, mr_error *err) MR_MUST_CHECK;
+
+/*
+ * Writes the batch durably, then frees c. A commit with a snapshot also
+ * writes changelog/{snapshot_id}: every current, inline and schema_version
+ * key it put or removed, sorted and deduplicated (derived name, history and
+ * delete_target keys are not listed), and deletes the changelog record
+ * changelog_window snapshots back. MR_ERR_CONFLICT (nothing written)
+ * when the head moved since store_commit_begin; on success *new_head (may be
+ * NULL) is the head this batch wrote.
+ */
+mr_status store_commit_write(store_commit *c, store_head *new_head, mr_error *err) MR_MUST_CHECK;
+
+/* Drops a commit without writing anything. NULL is a no-op. */
+void store_commit_abort(store_commit *c);
+
+/* ---- reads ------------------------------------------------------------- */
+
+/* Visitor: return MR_OK to go on; anything else stops the scan and is returned. */
+typedef mr_status (*store_visit_fn)(void *ctx, const mr_key *k, const ProtobufCMessage *value,
+                                    mr_error *err);
+
+/* Every record of the current subspace, in key order. Reads no other subspace. */
+mr_status store_load_current(store *st, store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
+
+/*
+ * The catalog as of snapshot s: current records with begin_snapshot <= s and
+ * history records with begin_snapshot <= s < end_snapshot, plus the
+ * unversioned kinds as they are now (stats, tags filtered by entry, options).
+ * table_id = 0 reads the whole catalog, otherwise only that table's ranges.
+ */
+mr_status store_read_at(store *st, uint64_t s, uint64_t table_id, store_visit_fn fn, void *ctx,
+                        mr_error *err) MR_MUST_CHECK;
+
+/* Snapshot records in ascending id order. */
+mr_status store_list_snapshots(store *st, store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
+
+/* Current schema (parent 0) or table (parent = schema id) by exact name; the
+ * greatest matching id wins, validated against the current entity. */
+mr_status store_lookup_name(store *st, mr_name_kind nk, uint64_t parent_id, const char *name,
+                            uint64_t *entity_id, bool *found, mr_error *err) MR_MUST_CHECK;
+
+/* Current delete files that target one data file (each validated by a point read). */
+mr_status store_delete_files_for(store *st, uint64_t table_id, uint64_t data_file_id,
+                                 store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
+
+/* Changelog records of snapshots in (from, to], ascending. */
+mr_status store_changelog_replay(store *st, uint64_t from, uint64_t to, store_visit_fn fn, void *ctx,
+                                 mr_error *err) MR_MUST_CHECK;
+
+typedef struct store_census_row {
+  uint64_t keys;
+  uint64_t bytes; /* keys + values */
+} store_census_row;
+
+typedef struct store_census {
+  store_census_row subspace[MR_SS_COUNT];
+  store_census_row current_kind[MR_KK_COUNT];
+  store_census_row history_kind[MR_KK_COUNT];
+} store_census;
+
+/* Counts every key of the store (one full scan). */
+mr_status store_take_census(store *st, store_census *out, mr_error *err) MR_MUST_CHECK;
+
+/* Keys read through this store's kv handle so far (tests prove O(live) loads). */
+uint64_t store_keys_read(const store *st);
+
+/* ---- maintenance ------------------------------------------------------- */
+
+typedef struct store_expire_progress {
+  uint64_t snapshots_dropped;
+  uint64_t history_dropped;
+  uint64_t fstat_dropped;
+  uint64_t tag_entries_dropped;
+  uint64_t batches;
+  bool stopped; /* the progress callback asked to stop */
+} store_expire_progress;
+
+/* Called after every expiry batch; return false to stop the pass early
+ * (it ends MR_OK with out->stopped set; rerunning finishes the job). */
+typedef bool (*store_progress_fn)(void *ctx, const store_expire_progress *p);
+
+/*
+ * Expires snapshots older than `horizon` (ids < horizon; horizon <= the
+ * head's snapshot id, so the head snapshot always survives): drops their snapshot
+ * records, history versions with end_snapshot <= horizon, fstat of files
+ * whose history is gone, ended tag entries; keeps schema_version rows.
+ * Works in batches of at most batch_keys mutations, each a normal batch that
+ * bumps head, so a crash resumes by simply running it again. Records the pass
+ * in sys/maintenance_status (last 16). progress may be NULL; trigger is a
+ * short text ("manual", "test", ...). batch_keys 0 means 1000.
+ */
+mr_status store_expire(store *st, uint64_t horizon, const char *trigger, size_t batch_keys,
+                       store_progress_fn progress, void *ctx, store_expire_progress *out,
+                       mr_error *err) MR_MUST_CHECK;
+
+#endif /* MR_STORE_H */

@@ -1,0 +1,52 @@
+/*
+ * store_internal.h — what the store's .c files share and nobody else sees:
+ * the store struct, key/value helpers, and the head-bumping batch writer
+ * that commits and maintenance batches both go through.
+ */
+#ifndef MR_STORE_INTERNAL_H
+#define MR_STORE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "kv/kv.h"
+#include "store/store.h"
+
+struct store {
+  kv_db *db;
+  bool read_only;
+  uint64_t changelog_window;
+  pthread_mutex_t mu; /* the commit lock: guards head, failed, fail_msg */
+  store_head head;    /* the sys/head this process last wrote or read */
+  bool failed;        /* a write failed or we were fenced: no more commits */
+  mr_status fail_code;
+  char fail_msg[MR_ERROR_MSG_MAX];
+  store_fault_fn fault; /* TESTS ONLY: injected failure before kv_write */
+  void *fault_ctx;
+};
+
+/* Encodes k, wrapping the error with the caller's context. */
+mr_status store_key_bytes(const mr_key *k, mr_keybuf *out, mr_error *err) MR_MUST_CHECK;
+
+/* Point read + decode of key k. MR_ERR_NOT_FOUND when absent; *out is
+ * owned by the caller (mr_value_free). */
+mr_status store_get_msg(store *st, const mr_key *k, ProtobufCMessage **out, mr_error *err) MR_MUST_CHECK;
+
+/* Reads a singular int64/uint64 field by name; false when absent. */
+bool store_msg_u64(const ProtobufCMessage *m, const char *field, uint64_t *v);
+/* Reads a string field by name; NULL when absent. */
+const char *store_msg_str(const ProtobufCMessage *m, const char *field);
+
+/*
+ * Writes b plus sys/head {snapshot_id, head.batch_count + 1} as one batch,
+ * under the commit lock, if the head still equals *expected (NULL: any head; else
+ * MR_ERR_CONFLICT, nothing written). A kv failure marks the store failed.
+ * On success *new_head (may be NULL) is the head written. `snapshot_id` of
+ * UINT64_MAX keeps the head's snapshot id.
+ */
+mr_status store_write_batch(store *st, kv_batch *b, const store_head *expected, uint64_t snapshot_id,
+                            store_head *new_head, mr_error *err) MR_MUST_CHECK;
+
+/* Microseconds since the epoch, UTC. */
+int64_t store_now_us(void);
+
+#endif /* MR_STORE_INTERNAL_H */

@@ -1,0 +1,131 @@
+/* test_pg_buf.c — message framing: lengths patched once, sticky failure,
+ * bounds-checked parsing, and the reader's length checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pgwire/pg_buf.h"
+
+static void message_length_is_patched(void **state) {
+  pg_buf b = {0};
+  pg_buf_begin(&b, 'C');
+  pg_buf_str(&b, "SELECT 1");
+  pg_buf_end(&b);
+  pg_buf_begin(&b, 'Z');
+  pg_buf_u8(&b, 'I');
+  pg_buf_end(&b);
+  static const uint8_t want[] = {'C', 0, 0, 0, 13, 'S', 'E', 'L', 'E', 'C', 'T', ' ', '1', 0,
+                                 'Z', 0, 0, 0, 5,  'I'};
+  assert_int_equal(b.len, sizeof want);
+  assert_memory_equal(b.data, want, sizeof want);
+  assert_false(b.failed);
+  pg_buf_free(&b);
+}
+
+static void integers_are_big_endian(void **state) {
+  pg_buf b = {0};
+  pg_buf_begin(&b, 'D');
+  pg_buf_i16(&b, -2);
+  pg_buf_i32(&b, 0x01020304);
+  pg_buf_end(&b);
+  static const uint8_t want[] = {'D', 0, 0, 0, 10, 0xFF, 0xFE, 1, 2, 3, 4};
+  assert_memory_equal(b.data, want, sizeof want);
+  pg_buf_free(&b);
+}
+
+static void flush_writes_and_empties(void **state) {
+  int sv[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  pg_buf b = {0};
+  pg_buf_begin(&b, 'I');
+  pg_buf_end(&b);
+  mr_error err;
+  assert_int_equal(pg_buf_flush(&b, sv[0], &err), MR_OK);
+  assert_int_equal(b.len, 0);
+  uint8_t got[5];
+  assert_int_equal(read(sv[1], got, sizeof got), 5);
+  static const uint8_t want[] = {'I', 0, 0, 0, 4};
+  assert_memory_equal(got, want, 5);
+  close(sv[1]);
+  pg_buf_begin(&b, 'I');
+  pg_buf_end(&b);
+  assert_int_not_equal(pg_buf_flush(&b, sv[0], &err), MR_OK); /* peer gone */
+  close(sv[0]);
+  pg_buf_free(&b);
+}
+
+static void failed_flag_is_sticky(void **state) {
+  pg_buf b = {0};
+  b.failed = true;
+  pg_buf_begin(&b, 'C');
+  pg_buf_str(&b, "x");
+  pg_buf_end(&b);
+  assert_int_equal(b.len, 0);
+  mr_error err;
+  assert_int_equal(pg_buf_flush(&b, -1, &err), MR_ERR_NOMEM);
+  pg_buf_free(&b);
+}
+
+static void msg_getters_are_bounds_checked(void **state) {
+  uint8_t body[] = {0, 5, 'a', 'b', 0, 0, 0, 0, 0};
+  pg_msg m = {'X', body, sizeof body, 0, false};
+  assert_int_equal(pg_msg_i16(&m), 5);
+  assert_string_equal(pg_msg_str(&m), "ab");
+  assert_int_equal(pg_msg_i32(&m), 0);
+  assert_false(m.bad);
+  assert_true(pg_msg_at_end(&m));
+  assert_int_equal(pg_msg_i16(&m), 0);
+  assert_true(m.bad);
+  uint8_t unterminated[] = {'a', 'b'};
+  pg_msg u = {'X', unterminated, sizeof unterminated, 0, false};
+  assert_string_equal(pg_msg_str(&u), "");
+  assert_true(u.bad);
+}
+
+static mr_status read_from(const uint8_t *bytes, size_t n, size_t max, pg_msg *m, bool startup) {
+  int sv[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  assert_int_equal(write(sv[1], bytes, n), (ssize_t)n);
+  close(sv[1]);
+  pg_reader *r = calloc(1, sizeof *r);
+  r->fd = sv[0];
+  r->max_message = max;
+  mr_error err;
+  mr_status rc = startup ? pg_read_startup(r, m, &err) : pg_read_message(r, m, &err);
+  free(r);
+  close(sv[0]);
+  return rc;
+}
+
+static void reader_checks_lengths(void **state) {
+  pg_msg m;
+  static const uint8_t ok[] = {'Q', 0, 0, 0, 6, 'x', 0};
+  assert_int_equal(read_from(ok, sizeof ok, 1024, &m, false), MR_OK);
+  assert_int_equal(m.type, 'Q');
+  assert_int_equal(m.len, 2);
+  pg_msg_free(&m);
+  static const uint8_t too_short[] = {'Q', 0, 0, 0, 3};
+  assert_int_equal(read_from(too_short, sizeof too_short, 1024, &m, false), MR_ERR_INVALID);
+  static const uint8_t oversized[] = {'Q', 0x7F, 0xFF, 0xFF, 0xFF};
+  assert_int_equal(read_from(oversized, sizeof oversized, 1024, &m, false), MR_ERR_INVALID);
+  static const uint8_t truncated[] = {'Q', 0, 0, 0, 9, 'a'};
+  assert_int_equal(read_from(truncated, sizeof truncated, 1024, &m, false), MR_ERR_IO);
+  assert_int_equal(read_from(NULL, 0, 1024, &m, false), MR_ERR_CLOSED);
+  static const uint8_t big_startup[] = {0, 1, 0, 0, 0, 3, 0, 0};
+  assert_int_equal(read_from(big_startup, sizeof big_startup, 1024, &m, true), MR_ERR_INVALID);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(message_length_is_patched), cmocka_unit_test(integers_are_big_endian),
+      cmocka_unit_test(flush_writes_and_empties),  cmocka_unit_test(failed_flag_is_sticky),
+      cmocka_unit_test(msg_getters_are_bounds_checked), cmocka_unit_test(reader_checks_lengths),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,374 @@
+/* test_sql_engine.c — the seam of sql.h: pre-load, change capture, the
+ * commit hooks (success, refusal -> rollback + the hook's SQLSTATE), the
+ * transaction states, bytea literals, introspection answers, and the exact
+ * PGCOPY bytes of every binary-encoded type. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sql/sql.h"
+#include "sql/sql_util.h"
+
+/* ---- a sink that records everything as text ---- */
+typedef struct rec {
+  sql_strbuf log;  /* "T a,b|D 1,x|C SELECT 1|" */
+  sql_strbuf copy; /* concatenated CopyData */
+} rec;
+
+static int r_rowdesc(void *c, size_t n, const sql_column *cols) {
+  rec *r = c;
+  sql_strbuf_add(&r->log, "T ");
+  for (size_t i = 0; i < n; i++)
+    sql_strbuf_addf(&r->log, "%s%s:%u", i ? "," : "", cols[i].name, cols[i].type_oid);
+  sql_strbuf_add(&r->log, "|");
+  return 0;
+}
+static int r_row(void *c, size_t n, const char *const *v, const size_t *l) {
+  rec *r = c;
+  sql_strbuf_add(&r->log, "D ");
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      sql_strbuf_add(&r->log, ",");
+    if (v[i])
+      sql_strbuf_addn(&r->log, v[i], l[i]);
+    else
+      sql_strbuf_add(&r->log, "NULL");
+  }
+  sql_strbuf_add(&r->log, "|");
+  return 0;
+}
+static int r_complete(void *c, const char *tag) {
+  sql_strbuf_addf(&((rec *)c)->log, "C %s|", tag);
+  return 0;
+}
+static int r_copy_begin(void *c, bool binary, size_t n) {
+  sql_strbuf_addf(&((rec *)c)->log, "H %d %zu|", binary, n);
+  return 0;
+}
+static int r_copy_data(void *c, const uint8_t *d, size_t n) {
+  sql_strbuf_addn(&((rec *)c)->copy, d, n);
+  return 0;
+}
+static int r_copy_done(void *c) {
+  sql_strbuf_add(&((rec *)c)->log, "c|");
+  return 0;
+}
+
+static sql_sink sink_for(rec *r) {
+  sql_sink s = {0};
+  s.ctx = r;
+  s.row_description = r_rowdesc;
+  s.data_row = r_row;
+  s.command_complete = r_complete;
+  s.copy_out_begin = r_copy_begin;
+  s.copy_data = r_copy_data;
+  s.copy_done = r_copy_done;
+  return s;
+}
+
+typedef struct fixture {
+  sql_engine *e;
+  sql_session *s;
+} fixture;
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  sql_error err;
+  sql_engine_options o = {NULL, "15.0 (moraine test)"};
+  if (sql_engine_open(&o, &f->e, &err) != MR_OK) {
+    fprintf(stderr, "open: %s\n", err.base.msg);
+    return -1;
+  }
+  if (sql_session_open(f->e, "u", "lake", &f->s, &err) != MR_OK)
+    return -1;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  sql_session_close(f->s);
+  sql_engine_close(f->e);
+  free(f);
+  return 0;
+}
+
+/* Runs sql; returns the log (caller frees) or "ERR <sqlstate> <msg>". */
+static char *run(fixture *f, const char *sql) {
+  rec r = {0};
+  sql_sink sink = sink_for(&r);
+  sql_error err;
+  if (sql_session_simple_query(f->s, sql, &sink, &err) != MR_OK)
+    sql_strbuf_addf(&r.log, "ERR %s %s", err.sqlstate, err.base.msg);
+  sql_strbuf_free(&r.copy);
+  return sql_strbuf_take(&r.log);
+}
+
+#define ASSERT_RUN(f, sql, want)                                                           \
+  do {                                                                                     \
+    char *got_ = run(f, sql);                                                              \
+    assert_string_equal(got_, want);                                                       \
+    free(got_);                                                                            \
+  } while (0)
+
+/* ---- commit hooks ---- */
+typedef struct hook_log {
+  int prepares;
+  int finished_ok;
+  mr_status answer;
+  sql_strbuf seen;
+} hook_log;
+
+static mr_status h_prepare(void *ctx, const sql_changes *ch, sql_error *err) {
+  hook_log *h = ctx;
+  h->prepares++;
+  for (size_t i = 0; i < ch->nbatches; i++) {
+    const sql_change_batch *b = &ch->batches[i];
+    if (b->op == SQL_CHANGE_DDL) {
+      sql_strbuf_addf(&h->seen, "[DDL %s]", b->sql);
+      continue;
+    }
+    static const char *const ops[] = {"DDL", "INSERT", "UPDATE", "DELETE"};
+    sql_strbuf_addf(&h->seen, "[%s %s.%s", ops[b->op], b->schema, b->table);
+    for (size_t r = 0; r < b->nrows; r++) {
+      sql_strbuf_add(&h->seen, " (");
+      for (size_t c = 0; c < b->ncols; c++) {
+        const sql_value *v = &b->values[r * b->ncols + c];
+        if (c)
+          sql_strbuf_add(&h->seen, ",");
+        if (v->is_null)
+          sql_strbuf_add(&h->seen, "NULL");
+        else if (strcmp(b->col_types[c], "BLOB") == 0 || strcmp(b->col_types[c], "pg_bytea") == 0)
+          for (size_t k = 0; k < v->len; k++)
+            sql_strbuf_addf(&h->seen, "%02x", (uint8_t)v->data[k]);
+        else
+          sql_strbuf_addn(&h->seen, v->data, v->len);
+      }
+      sql_strbuf_add(&h->seen, ")");
+    }
+    sql_strbuf_add(&h->seen, "]");
+  }
+  if (h->answer != MR_OK)
+    return sql_fail(err, h->answer, "40001", "could not commit: write conflict on the store");
+  return MR_OK;
+}
+
+static void h_finished(void *ctx, const sql_changes *ch, bool committed) {
+  if (committed)
+    ((hook_log *)ctx)->finished_ok++;
+}
+
+static void preload_then_query(void **state) {
+  fixture *f = *state;
+  sql_error err;
+  assert_int_equal(sql_engine_exec(f->e, "CREATE TABLE public.cat (id BIGINT, name VARCHAR, raw BYTEA)",
+                                   &err),
+                   MR_OK);
+  sql_value rows[] = {{"1", 1, false}, {"one", 3, false}, {"\x00\x01", 2, false},
+                      {"2", 1, false}, {NULL, 0, true},   {NULL, 0, true}};
+  assert_int_equal(sql_engine_load_rows(f->e, "public", "cat", 3, 2, rows, &err), MR_OK);
+  ASSERT_RUN(f, "SELECT id, name, raw FROM cat ORDER BY id",
+             "T id:20,name:1043,raw:17|D 1,one,\\x0001|D 2,NULL,NULL|C SELECT 2|");
+  assert_int_not_equal(sql_engine_load_rows(f->e, "public", "cat", 2, 0, rows, &err), MR_OK);
+}
+
+static void capture_and_hooks(void **state) {
+  fixture *f = *state;
+  hook_log h = {0};
+  sql_commit_hooks hooks = {&h, h_prepare, h_finished};
+  sql_engine_set_commit_hooks(f->e, &hooks);
+
+  ASSERT_RUN(f, "CREATE TABLE k (a BIGINT, b VARCHAR, c BYTEA)", "C CREATE TABLE|");
+  assert_int_equal(h.prepares, 1);
+  assert_string_equal(h.seen.data, "[DDL CREATE TABLE k (a BIGINT, b VARCHAR, c pg_bytea)]");
+  sql_strbuf_reset(&h.seen);
+
+  ASSERT_RUN(f, "INSERT INTO k VALUES (1, '\\x41', '\\x0a0b'), (2, NULL, NULL)", "C INSERT 0 2|");
+  assert_string_equal(h.seen.data, "[INSERT public.k (1,\\x41,0a0b) (2,NULL,NULL)]");
+  sql_strbuf_reset(&h.seen);
+
+  /* one explicit transaction: one hook call, batches in order */
+  ASSERT_RUN(f,
+             "BEGIN; UPDATE k SET b = 'z' WHERE a = 1; DELETE FROM k WHERE a = 2; "
+             "WITH v(x) AS (VALUES (1)) UPDATE k SET b = 'w' FROM v WHERE a = x; COMMIT",
+             "C BEGIN|C UPDATE 1|C DELETE 1|C UPDATE 1|C COMMIT|");
+  assert_int_equal(h.prepares, 3);
+  assert_string_equal(h.seen.data,
+                      "[UPDATE public.k (1,z,0a0b)][DELETE public.k (2,NULL,NULL)]"
+                      "[UPDATE public.k (1,w,0a0b)]");
+  sql_strbuf_reset(&h.seen);
+
+  /* reads never call the hooks */
+  ASSERT_RUN(f, "SELECT a, b FROM k", "T a:20,b:1043|D 1,w|C SELECT 1|");
+  assert_int_equal(h.prepares, 3);
+  assert_int_equal(h.finished_ok, 3);
+
+  /* a refusing hook: rollback, the hook's error, nothing visible */
+  h.answer = MR_ERR_CONFLICT;
+  ASSERT_RUN(f, "BEGIN; INSERT INTO k VALUES (9, 'no', NULL); COMMIT",
+             "C BEGIN|C INSERT 0 1|ERR 40001 could not commit: write conflict on the store");
+  assert_int_equal(sql_session_status(f->s), 'I');
+  h.answer = MR_OK;
+  ASSERT_RUN(f, "SELECT count(*) FROM k WHERE a = 9", "T count_star():20|D 0|C SELECT 1|");
+
+  /* without hooks commit just commits */
+  sql_engine_set_commit_hooks(f->e, NULL);
+  ASSERT_RUN(f, "INSERT INTO k VALUES (3, 'c', NULL)", "C INSERT 0 1|");
+  ASSERT_RUN(f, "SELECT count(*) FROM k", "T count_star():20|D 2|C SELECT 1|");
+  sql_strbuf_free(&h.seen);
+}
+
+static void transaction_states(void **state) {
+  fixture *f = *state;
+  ASSERT_RUN(f, "CREATE TABLE m (a INT)", "C CREATE TABLE|");
+  char *got = run(f, "INSERT INTO m VALUES (1); SELECT nope; INSERT INTO m VALUES (2)");
+  assert_non_null(strstr(got, "C INSERT 0 1|ERR 42703"));
+  free(got);
+  assert_int_equal(sql_session_status(f->s), 'I');
+  ASSERT_RUN(f, "SELECT count(*) FROM m", "T count_star():20|D 0|C SELECT 1|");
+  ASSERT_RUN(f, "BEGIN", "C BEGIN|");
+  assert_int_equal(sql_session_status(f->s), 'T');
+  got = run(f, "SELECT nope");
+  assert_non_null(strstr(got, "ERR 42703"));
+  free(got);
+  assert_int_equal(sql_session_status(f->s), 'E');
+  got = run(f, "SELECT 1");
+  assert_non_null(strstr(got, "ERR 25P02"));
+  free(got);
+  ASSERT_RUN(f, "COMMIT", "C ROLLBACK|");
+  assert_int_equal(sql_session_status(f->s), 'I');
+  ASSERT_RUN(f, "DISCARD ALL", "C DISCARD ALL|");
+  ASSERT_RUN(f, "BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", "C BEGIN|");
+  got = run(f, "INSERT INTO m VALUES (1)");
+  assert_non_null(strstr(got, "ERR 25006"));
+  free(got);
+  ASSERT_RUN(f, "ROLLBACK", "C ROLLBACK|");
+}
+
+static void bytea_literals_follow_the_column_type(void **state) {
+  fixture *f = *state;
+  ASSERT_RUN(f, "CREATE TABLE s (v VARCHAR, b BYTEA)", "C CREATE TABLE|");
+  ASSERT_RUN(f, "INSERT INTO s VALUES ('\\x01\\x02', '\\x6f6e65')", "C INSERT 0 1|");
+  ASSERT_RUN(f, "SELECT v, b, octet_length(b::BLOB) AS n FROM s",
+             "T v:1043,b:17,n:20|D \\x01\\x02,\\x6f6e65,3|C SELECT 1|");
+}
+
+static void introspection_answers(void **state) {
+  fixture *f = *state;
+  ASSERT_RUN(f, "CREATE TABLE public.intro (id BIGINT PRIMARY KEY, ts TIMESTAMPTZ, n DECIMAL(10,2), "
+                "b BYTEA NOT NULL, UNIQUE (ts, n))",
+             "C CREATE TABLE|");
+  ASSERT_RUN(f,
+             "SELECT attname, pg_type.typname, atttypmod, attnum, attnotnull FROM pg_class "
+             "JOIN pg_namespace ON relnamespace = pg_namespace.oid "
+             "JOIN pg_attribute ON pg_class.oid=pg_attribute.attrelid "
+             "JOIN pg_type ON atttypid=pg_type.oid "
+             "JOIN pg_catalog.pg_namespace type_ns ON pg_type.typnamespace = type_ns.oid "
+             "WHERE relname = 'intro' AND pg_namespace.nspname IN ('public') ORDER BY attnum",
+             "T attname:1043,typname:1043,atttypmod:23,attnum:21,attnotnull:16|"
+             "D id,int8,-1,1,t|D ts,timestamptz,-1,2,f|D n,numeric,655366,3,f|D b,bytea,-1,4,t|"
+             "C SELECT 4|");
+  ASSERT_RUN(f,
+             "SELECT contype, conkey FROM pg_class JOIN pg_constraint ON "
+             "(pg_class.oid=pg_constraint.conrelid) WHERE relname = 'intro' AND contype IN ('p','u') "
+             "ORDER BY contype",
+             "T contype:1043,conkey:1043|D p,{1}|D u,{2,3}|C SELECT 2|");
+  ASSERT_RUN(f, "SELECT relpages FROM pg_class WHERE relname = 'intro'",
+             "T relpages:23|D 0|C SELECT 1|");
+  ASSERT_RUN(f, "SELECT to_regclass('duckdb_secrets'), to_regclass('intro')",
+             "T to_regclass('duckdb_secrets'):1043,to_regclass('intro'):1043|D NULL,intro|C SELECT 1|");
+  ASSERT_RUN(f, "SELECT COUNT(*) FROM pg_settings WHERE name LIKE 'rds%'",
+             "T count_star():20|D 0|C SELECT 1|");
+}
+
+/* ---- exact PGCOPY bytes ---- */
+static void be(sql_strbuf *b, uint64_t v, int n) {
+  for (int i = n - 1; i >= 0; i--)
+    sql_strbuf_add_u8(b, (uint8_t)(v >> (8 * i)));
+}
+
+static void pgcopy_every_type(void **state) {
+  fixture *f = *state;
+  rec r = {0};
+  sql_sink sink = sink_for(&r);
+  sql_error err;
+  const char *q =
+      "COPY (SELECT true, -3::SMALLINT, 7::INTEGER, 1::BIGINT, 2.5::REAL, 1.5::DOUBLE, 'x', "
+      "'\\x00ff'::BYTEA, DATE '2000-01-02', TIMESTAMP '2000-01-01 00:00:01', "
+      "TIMESTAMPTZ '2000-01-01 00:00:00+00', UUID '00010203-0405-0607-0809-0a0b0c0d0e0f', "
+      "INTERVAL '1 month 3 days 1 second', 12.345::DECIMAL(10,3), TIME '00:00:01', NULL::BIGINT, "
+      "'{\"a\":1}'::JSON, 5::UTINYINT, [1, 2]) TO STDOUT (FORMAT binary)";
+  assert_int_equal(sql_session_simple_query(f->s, q, &sink, &err), MR_OK);
+  sql_strbuf w = {0};
+  sql_strbuf_addn(&w, "PGCOPY\n\377\r\n\0", 11);
+  be(&w, 0, 4);
+  be(&w, 0, 4);
+  be(&w, 19, 2);
+  be(&w, 1, 4), be(&w, 1, 1);                                  /* bool */
+  be(&w, 2, 4), be(&w, (uint16_t)-3, 2);                       /* int2 */
+  be(&w, 4, 4), be(&w, 7, 4);                                  /* int4 */
+  be(&w, 8, 4), be(&w, 1, 8);                                  /* int8 */
+  be(&w, 4, 4), be(&w, 0x40200000, 4);                         /* float4 2.5 */
+  be(&w, 8, 4), be(&w, 0x3FF8000000000000ull, 8);              /* float8 1.5 */
+  be(&w, 1, 4), sql_strbuf_add(&w, "x");                       /* text */
+  be(&w, 2, 4), sql_strbuf_addn(&w, "\x00\xff", 2);            /* bytea */
+  be(&w, 4, 4), be(&w, 1, 4);                                  /* date: 1 day after 2000 */
+  be(&w, 8, 4), be(&w, 1000000, 8);                            /* timestamp */
+  be(&w, 8, 4), be(&w, 0, 8);                                  /* timestamptz */
+  be(&w, 16, 4);                                               /* uuid */
+  for (int i = 0; i < 16; i++)
+    sql_strbuf_add_u8(&w, (uint8_t)i);
+  be(&w, 16, 4), be(&w, 1000000, 8), be(&w, 3, 4), be(&w, 1, 4); /* interval */
+  be(&w, 12, 4), be(&w, 2, 2), be(&w, 0, 2), be(&w, 0, 2), be(&w, 3, 2), be(&w, 12, 2),
+      be(&w, 3450, 2);                                         /* numeric 12.345 */
+  be(&w, 8, 4), be(&w, 1000000, 8);                            /* time */
+  be(&w, 0xFFFFFFFF, 4);                                       /* NULL */
+  be(&w, 7, 4), sql_strbuf_add(&w, "{\"a\":1}");                 /* json */
+  be(&w, 2, 4), be(&w, 5, 2);                                  /* utinyint as int2 */
+  be(&w, 6, 4), sql_strbuf_add(&w, "[1, 2]");                  /* no binary layout: text */
+  be(&w, 0xFFFF, 2);                                           /* trailer */
+  assert_int_equal(r.copy.len, w.len);
+  assert_memory_equal(r.copy.data, w.data, w.len);
+  assert_non_null(strstr(r.log.data, "H 1 19|c|C COPY 1|"));
+  sql_strbuf_free(&w);
+  sql_strbuf_free(&r.copy);
+  sql_strbuf_free(&r.log);
+
+  /* the header is sent even for an empty result */
+  rec e = {0};
+  sink = sink_for(&e);
+  assert_int_equal(sql_session_simple_query(f->s, "COPY (SELECT 1 WHERE false) TO STDOUT (FORMAT binary)",
+                                            &sink, &err),
+                   MR_OK);
+  assert_int_equal(e.copy.len, 11 + 8 + 2);
+  assert_memory_equal(e.copy.data + 19, "\xff\xff", 2);
+  sql_strbuf_free(&e.copy);
+  sql_strbuf_free(&e.log);
+}
+
+static void ctid_round_trip(void **state) {
+  fixture *f = *state;
+  ASSERT_RUN(f, "CREATE TABLE c (a INT)", "C CREATE TABLE|");
+  ASSERT_RUN(f, "INSERT INTO c VALUES (10), (11), (12)", "C INSERT 0 3|");
+  ASSERT_RUN(f, "SELECT a, ctid FROM c ORDER BY a", "T a:23,ctid:27|D 10,(0,0)|D 11,(0,1)|D 12,(0,2)|C SELECT 3|");
+  ASSERT_RUN(f, "DELETE FROM c WHERE ctid IN ('(0,1)')", "C DELETE 1|");
+  ASSERT_RUN(f, "SELECT a FROM c ORDER BY a", "T a:23|D 10|D 12|C SELECT 2|");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(preload_then_query, setup, teardown),
+      cmocka_unit_test_setup_teardown(capture_and_hooks, setup, teardown),
+      cmocka_unit_test_setup_teardown(transaction_states, setup, teardown),
+      cmocka_unit_test_setup_teardown(bytea_literals_follow_the_column_type, setup, teardown),
+      cmocka_unit_test_setup_teardown(introspection_answers, setup, teardown),
+      cmocka_unit_test_setup_teardown(pgcopy_every_type, setup, teardown),
+      cmocka_unit_test_setup_teardown(ctid_round_trip, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,463 @@
+/*
+ * test_store.c — direct store cases on real SlateDB temp folders: creating
+ * and reopening, format refusals (newer/unknown format, migration marker,
+ * keys without sys/format, a store without the segment extractor), head
+ * conflicts, create-only mappings, the changelog window, expiry that is
+ * stopped or crashes mid-way and is rerun, the last-16 maintenance status,
+ * and a fenced writer turning failed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv/kv.h"
+#include "store_test_util.h"
+
+static void must(mr_status rc, const mr_error *e) {
+  if (rc)
+    fprintf(stderr, "unexpected: %s\n", e->msg);
+  assert_int_equal(rc, MR_OK);
+}
+
+static store *open_new(const char *name, char *url, size_t cap, uint64_t window) {
+  st_url(name, url, cap);
+  store *st = NULL;
+  mr_error e;
+  store_options o = {.changelog_window = window};
+  must(store_open(url, &o, &st, &e), &e);
+  return st;
+}
+
+/* Writes one record straight through kv (the store must be closed). */
+static void kv_put_record(const char *url, const mr_key *k, const ProtobufCMessage *msg) {
+  kv_db *db = NULL;
+  mr_error e;
+  must(kv_open(url, NULL, &db, &e), &e);
+  mr_keybuf kb;
+  must(mr_key_encode(k, &kb, &e), &e);
+  uint8_t *val = NULL;
+  size_t len = 0;
+  must(mr_value_encode(k->kind, msg, &val, &len, &e), &e);
+  kv_batch *b = NULL;
+  must(kv_batch_new(&b, &e), &e);
+  must(kv_batch_put(b, kb.b, kb.len, val, len, &e), &e);
+  must(kv_write(db, b, &e), &e);
+  kv_batch_free(b);
+  free(val);
+  must(kv_close(db, &e), &e);
+}
+
+static void expect_refused(const char *url, const char *needle) {
+  store *st = NULL;
+  mr_error e;
+  mr_status rc = store_open(url, NULL, &st, &e);
+  assert_int_not_equal(rc, MR_OK);
+  assert_null(st);
+  if (strstr(e.msg, needle) == NULL)
+    fprintf(stderr, "message \"%s\" lacks \"%s\"\n", e.msg, needle);
+  assert_non_null(strstr(e.msg, needle));
+}
+
+/* A commit with snapshot s and one schema (id, name). */
+static mr_status commit_schema(store *st, store_head h, uint64_t s, uint64_t id, const char *name, mr_error *e) {
+  store_commit *c = NULL;
+  mr_status rc = store_commit_begin(st, h, &c, e);
+  if (rc)
+    return rc;
+  Moraine__V1__Snapshot snap = MORAINE__V1__SNAPSHOT__INIT;
+  snap.snapshot_id = (int64_t)s;
+  Moraine__V1__Schema sc = MORAINE__V1__SCHEMA__INIT;
+  sc.schema_id = (int64_t)id;
+  sc.begin_snapshot = (int64_t)s;
+  sc.schema_name = (char *)name;
+  mr_key k = {.kind = MR_KK_SCHEMA, .c = {id}};
+  rc = store_commit_snapshot(c, &snap, e);
+  if (!rc)
+    rc = store_commit_put(c, &k, &sc.base, e);
+  if (rc) {
+    store_commit_abort(c);
+    return rc;
+  }
+  return store_commit_write(c, NULL, e);
+}
+
+static void test_create_reopen(void **state) {
+  char url[4096];
+  store *st = open_new("create", url, sizeof url, 0);
+  store_head h = store_get_head(st);
+  assert_int_equal(h.snapshot_id, 0);
+  assert_int_equal(h.batch_count, 0);
+  store_census cs;
+  mr_error e;
+  must(store_take_census(st, &cs, &e), &e);
+  assert_int_equal(cs.subspace[MR_SS_SYSTEM].keys, 2);
+  must(commit_schema(st, h, 0, 1, "main", &e), &e);
+  h = store_get_head(st);
+  assert_int_equal(h.batch_count, 1);
+  must(store_close(st, &e), &e);
+  must(store_open(url, NULL, &st, &e), &e);
+  h = store_get_head(st);
+  assert_int_equal(h.snapshot_id, 0);
+  assert_int_equal(h.batch_count, 1);
+  uint64_t id = 0;
+  bool found = false;
+  must(store_lookup_name(st, MR_NAME_SCHEMA, 0, "main", &id, &found, &e), &e);
+  assert_true(found);
+  assert_int_equal(id, 1);
+  must(store_close(st, &e), &e);
+}
+
+static void test_format_refusals(void **state) {
+  char url[4096];
+  mr_error e;
+  store *st = open_new("newer", url, sizeof url, 0);
+  must(store_close(st, &e), &e);
+  Moraine__V1__SysFormat f = MORAINE__V1__SYS_FORMAT__INIT;
+  f.layout_version = STORE_FORMAT_LATEST + 1;
+  f.writer_version = (char *)"9.9.9";
+  mr_key fk = {.kind = MR_KK_SYS_FORMAT};
+  kv_put_record(url, &fk, &f.base);
+  expect_refused(url, "newer");
+  expect_refused(url, "9.9.9");
+
+  f.layout_version = 3;
+  kv_put_record(url, &fk, &f.base);
+  expect_refused(url, "layout 3");
+
+  st = open_new("migration", url, sizeof url, 0);
+  must(store_close(st, &e), &e);
+  Moraine__V1__SysMigration m = MORAINE__V1__SYS_MIGRATION__INIT;
+  m.from_format = 11;
+  m.to_format = 12;
+  mr_key mk = {.kind = MR_KK_SYS_MIGRATION};
+  kv_put_record(url, &mk, &m.base);
+  expect_refused(url, "sys/migration");
+
+  /* keys but no sys/format */
+  st_url("foreign", url, sizeof url);
+  Moraine__V1__SysHead hd = MORAINE__V1__SYS_HEAD__INIT;
+  mr_key hk = {.kind = MR_KK_SYS_HEAD};
+  kv_put_record(url, &hk, &hd.base);
+  expect_refused(url, "no sys/format");
+
+  /* a store created without the segment extractor: kv refuses, we say so */
+  st_url("noextractor", url, sizeof url);
+  kv_db *db = NULL;
+  kv_open_options ko = {.extractor_override = KV_EXTRACTOR_NONE};
+  must(kv_open(url, &ko, &db, &e), &e);
+  kv_batch *b = NULL;
+  must(kv_batch_new(&b, &e), &e);
+  must(kv_batch_put(b, "\x02\x02", 2, "x", 1, &e), &e);
+  must(kv_write(db, b, &e), &e);
+  kv_batch_free(b);
+  must(kv_close(db, &e), &e);
+  expect_refused(url, "extractor");
+}
+
+static void test_conflict(void **state) {
+  char url[4096];
+  mr_error e;
+  store *st = open_new("conflict", url, sizeof url, 0);
+  store_head h = store_get_head(st);
+  must(commit_schema(st, h, 0, 1, "a", &e), &e);
+  store_census before, after;
+  must(store_take_census(st, &before, &e), &e);
+  assert_int_equal(commit_schema(st, h, 1, 2, "b", &e), MR_ERR_CONFLICT);
+  assert_non_null(strstr(e.msg, "conflict"));
+  must(store_take_census(st, &after, &e), &e);
+  assert_memory_equal(&before, &after, sizeof before);
+  assert_int_equal(store_get_head(st).batch_count, 1);
+  /* the store is still usable */
+  must(commit_schema(st, store_get_head(st), 1, 2, "b", &e), &e);
+  must(store_close(st, &e), &e);
+}
+
+static mr_status put_mapping(store *st, uint64_t table, uint64_t id, mr_error *e) {
+  store_commit *c = NULL;
+  mr_status rc = store_commit_begin(st, store_get_head(st), &c, e);
+  if (rc)
+    return rc;
+  Moraine__V1__ColumnMapping m = MORAINE__V1__COLUMN_MAPPING__INIT;
+  m.mapping_id = (int64_t)id;
+  m.table_id = (int64_t)table;
+  mr_key k = {.kind = MR_KK_MAPPING, .c = {table, id}};
+  rc = store_commit_put(c, &k, &m.base, e);
+  if (rc) {
+    store_commit_abort(c);
+    return rc;
+  }
+  return store_commit_write(c, NULL, e);
+}
+
+static void test_mapping_create_only(void **state) {
+  char url[4096];
+  mr_error e;
+  store *st = open_new("mapping", url, sizeof url, 0);
+  must(put_mapping(st, 5, 7, &e), &e);
+  assert_int_equal(put_mapping(st, 5, 7, &e), MR_ERR_INVALID);
+  assert_non_null(strstr(e.msg, "create-only"));
+  must(put_mapping(st, 5, 8, &e), &e);
+  must(store_close(st, &e), &e);
+}
+
+typedef struct cl_seen {
+  uint64_t ids[64];
+  size_t n;
+  size_t keys_of_last;
+} cl_seen;
+
+static mr_status cl_visit(void *ctx, const mr_key *k, const ProtobufCMessage *v, mr_error *err) {
+  cl_seen *s = ctx;
+  const Moraine__V1__Changelog *cl = (const Moraine__V1__Changelog *)v;
+  s->ids[s->n++] = cl->snapshot_id;
+  s->keys_of_last = cl->n_keys;
+  return MR_OK;
+}
+
+static void test_changelog_window(void **state) {
+  char url[4096];
+  mr_error e;
+  store *st = open_new("changelog", url, sizeof url, 4);
+  for (uint64_t s = 0; s < 10; s++) {
+    char name[16];
+    snprintf(name, sizeof name, "s%llu", (unsigned long long)s);
+    must(commit_schema(st, store_get_head(st), s, s + 1, name, &e), &e);
+  }
+  cl_seen seen = {0};
+  must(store_changelog_replay(st, 0, 100, cl_visit, &seen, &e), &e);
+  assert_int_equal(seen.n, 4); /* 6, 7, 8, 9: each commit deleted S - 4 */
+  for (size_t i = 0; i < 4; i++)
+    assert_int_equal(seen.ids[i], 6 + i);
+  assert_int_equal(seen.keys_of_last, 1); /* current/schema{10} */
+  memset(&seen, 0, sizeof seen);
+  must(store_changelog_replay(st, 7, 8, cl_visit, &seen, &e), &e);
+  assert_int_equal(seen.n, 1);
+  assert_int_equal(seen.ids[0], 8);
+  must(store_close(st, &e), &e);
+}
+
+/* ---- expiry -------------------------------------------------------------- */
+
+/* Snapshots 0..n: a table whose single file is replaced every snapshot,
+ * with fstat per file and a tag entry added and ended. */
+static void build_history(store *st, uint64_t n) {
+  mr_error e;
+  for (uint64_t s = 0; s <= n; s++) {
+    store_commit *c = NULL;
+    must(store_commit_begin(st, store_get_head(st), &c, &e), &e);
+    Moraine__V1__Snapshot snap = MORAINE__V1__SNAPSHOT__INIT;
+    snap.snapshot_id = (int64_t)s;
+    must(store_commit_snapshot(c, &snap, &e), &e);
+    if (s > 0) {
+      Moraine__V1__DataFile old = MORAINE__V1__DATA_FILE__INIT;
+      old.data_file_id = (int64_t)(100 + s - 1);
+      old.table_id = 1;
+      old.begin_snapshot = (int64_t)s - 1;
+      old.has_end_snapshot = 1;
+      old.end_snapshot = (int64_t)s;
+      mr_key ok = {.kind = MR_KK_FILE, .c = {1, 100 + s - 1}};
+      must(store_commit_end(c, &ok, &old.base, &e), &e);
+    }
+    Moraine__V1__DataFile f = MORAINE__V1__DATA_FILE__INIT;
+    f.data_file_id = (int64_t)(100 + s);
+    f.table_id = 1;
+    f.begin_snapshot = (int64_t)s;
+    mr_key fk = {.kind = MR_KK_FILE, .c = {1, 100 + s}};
+    must(store_commit_put(c, &fk, &f.base, &e), &e);
+    Moraine__V1__FileColumnStats fs = MORAINE__V1__FILE_COLUMN_STATS__INIT;
+    fs.data_file_id = (int64_t)(100 + s);
+    fs.table_id = 1;
+    fs.column_id = 1;
+    mr_key sk = {.kind = MR_KK_FSTAT, .c = {1, 100 + s, 1}};
+    must(store_commit_put(c, &sk, &fs.base, &e), &e);
+    Moraine__V1__SchemaVersion sv = MORAINE__V1__SCHEMA_VERSION__INIT;
+    sv.begin_snapshot = (int64_t)s;
+    sv.table_id = 1;
+    mr_key vk = {.kind = MR_KK_SCHEMA_VERSION, .c = {1, s}};
+    must(store_commit_put(c, &vk, &sv.base, &e), &e);
+    /* the tag container: entry i began at i, ended at i+1 (the last is live) */
+    Moraine__V1__TagEntry ents[64], *ep[64];
+    for (uint64_t i = 0; i <= s; i++) {
+      moraine__v1__tag_entry__init(&ents[i]);
+      ents[i].key = (char *)"k";
+      ents[i].begin_snapshot = (int64_t)i;
+      ents[i].has_end_snapshot = i < s;
+      ents[i].end_snapshot = (int64_t)i + 1;
+      ep[i] = &ents[i];
+    }
+    Moraine__V1__Tag tag = MORAINE__V1__TAG__INIT;
+    tag.object_id = 1;
+    tag.n_entries = s + 1;
+    tag.entries = ep;
+    mr_key tk = {.kind = MR_KK_TAG, .c = {1}};
+    must(store_commit_put(c, &tk, &tag.base, &e), &e);
+    must(store_commit_write(c, NULL, &e), &e);
+  }
+}
+
+typedef struct stopper {
+  uint64_t stop_after;
+  uint64_t seen;
+} stopper;
+
+static bool stop_after(void *ctx, const store_expire_progress *p) {
+  stopper *s = ctx;
+  s->seen = p->batches;
+  return p->batches < s->stop_after;
+}
+
+/* Everything but the system subspace (head count and status differ). */
+static void same_data(store *a, store *b) {
+  mr_error e;
+  store_census ca, cb;
+  must(store_take_census(a, &ca, &e), &e);
+  must(store_take_census(b, &cb, &e), &e);
+  for (int ss = 1; ss < MR_SS_COUNT; ss++) {
+    if (ss == MR_SS_CHANGELOG)
+      continue;
+    assert_int_equal(ca.subspace[ss].keys, cb.subspace[ss].keys);
+    assert_int_equal(ca.subspace[ss].bytes, cb.subspace[ss].bytes);
+  }
+  for (uint64_t s = 10; s <= 20; s++) {
+    st_list la = {0}, lb = {0};
+    must(store_read_at(a, s, 0, st_collect, &la, &e), &e);
+    must(store_read_at(b, s, 0, st_collect, &lb, &e), &e);
+    st_list_sort(&la);
+    st_list_sort(&lb);
+    assert_true(st_list_equal(&la, &lb, "read after expiry"));
+    st_list_free(&la);
+    st_list_free(&lb);
+  }
+}
+
+static int crash_after;
+static mr_status crash_fault(void *ctx, const char *point, mr_error *err) {
+  if (crash_after-- > 0)
+    return MR_OK;
+  return mr_fail(err, MR_ERR_IO, "simulated crash at %s", point);
+}
+
+static void test_expire_resumable(void **state) {
+  char ua[4096], ub[4096], uc[4096];
+  mr_error e;
+  store *a = open_new("expire-a", ua, sizeof ua, 0);
+  store *b = open_new("expire-b", ub, sizeof ub, 0);
+  store *c = open_new("expire-c", uc, sizeof uc, 0);
+  build_history(a, 20);
+  build_history(b, 20);
+  build_history(c, 20);
+
+  store_expire_progress p;
+  must(store_expire(a, 10, "test", 0, NULL, NULL, &p, &e), &e);
+  assert_int_equal(p.snapshots_dropped, 10);
+  assert_int_equal(p.history_dropped, 10);
+  assert_int_equal(p.fstat_dropped, 10);
+  assert_int_equal(p.tag_entries_dropped, 10);
+  assert_false(p.stopped);
+
+  /* b: batches of 2, stopped after 3 batches, then rerun to the end */
+  stopper s = {3, 0};
+  must(store_expire(b, 10, "test", 2, stop_after, &s, &p, &e), &e);
+  assert_true(p.stopped);
+  assert_int_equal(p.batches, 3);
+  must(store_close(b, &e), &e);
+  must(store_open(ub, NULL, &b, &e), &e);
+  must(store_expire(b, 10, "test", 2, NULL, NULL, &p, &e), &e);
+  assert_false(p.stopped);
+  same_data(a, b);
+
+  /* c: a crash before the 4th batch's write, then rerun */
+  crash_after = 3;
+  store_set_fault(c, crash_fault, NULL);
+  assert_int_equal(store_expire(c, 10, "test", 3, NULL, NULL, &p, &e), MR_ERR_IO);
+  store_set_fault(c, NULL, NULL);
+  must(store_close(c, &e), &e);
+  must(store_open(uc, NULL, &c, &e), &e);
+  must(store_expire(c, 10, "test", 3, NULL, NULL, &p, &e), &e);
+  same_data(a, c);
+
+  /* schema_version rows survive expiry */
+  store_census cs;
+  must(store_take_census(a, &cs, &e), &e);
+  assert_int_equal(cs.subspace[MR_SS_SCHEMA_VERSION].keys, 21);
+  assert_int_equal(cs.subspace[MR_SS_SNAPSHOT].keys, 11);
+  must(store_close(a, &e), &e);
+  must(store_close(b, &e), &e);
+  must(store_close(c, &e), &e);
+}
+
+static void test_maintenance_status(void **state) {
+  char url[4096];
+  mr_error e;
+  store *st = open_new("status", url, sizeof url, 0);
+  build_history(st, 3);
+  for (int i = 0; i < 20; i++) {
+    char trig[16];
+    snprintf(trig, sizeof trig, "run%d", i);
+    must(store_expire(st, 1, trig, 0, NULL, NULL, NULL, &e), &e);
+  }
+  must(store_close(st, &e), &e);
+  kv_db *db = NULL;
+  must(kv_open(url, NULL, &db, &e), &e);
+  mr_key k = {.kind = MR_KK_SYS_MAINTENANCE};
+  mr_keybuf kb;
+  must(mr_key_encode(&k, &kb, &e), &e);
+  void *val = NULL;
+  size_t len = 0;
+  must(kv_get(db, kb.b, kb.len, &val, &len, &e), &e);
+  ProtobufCMessage *m = NULL;
+  must(mr_value_decode(&k, val, len, &m, &e), &e);
+  kv_free(val);
+  const Moraine__V1__MaintenanceStatus *ms = (const Moraine__V1__MaintenanceStatus *)m;
+  assert_int_equal(ms->n_pass, 16);
+  assert_string_equal(ms->pass[0]->trigger, "run4");
+  assert_string_equal(ms->pass[15]->trigger, "run19");
+  for (size_t i = 1; i < ms->n_pass; i++)
+    assert_true(ms->pass[i]->start_time_us >= ms->pass[i - 1]->start_time_us);
+  assert_int_equal(ms->pass[15]->n_step, 4);
+  assert_string_equal(ms->pass[15]->step[1]->name, "history");
+  assert_string_equal(ms->pass[15]->step[1]->outcome, "done");
+  mr_value_free(m);
+  must(kv_close(db, &e), &e);
+}
+
+static void test_fenced_fails(void **state) {
+  char url[4096];
+  mr_error e;
+  store *a = open_new("fence", url, sizeof url, 0);
+  must(commit_schema(a, store_get_head(a), 0, 1, "main", &e), &e);
+  store *b = NULL;
+  must(store_open(url, NULL, &b, &e), &e);
+  mr_status rc = commit_schema(a, store_get_head(a), 1, 2, "x", &e);
+  assert_int_not_equal(rc, MR_OK);
+  assert_int_not_equal(store_failed(a, &e), MR_OK);
+  store_commit *c = NULL;
+  assert_int_not_equal(store_commit_begin(a, store_get_head(a), &c, &e), MR_OK);
+  assert_null(c);
+  must(commit_schema(b, store_get_head(b), 1, 2, "x", &e), &e);
+  store_close(a, NULL);
+  must(store_close(b, &e), &e);
+}
+
+static int setup(void **state) { return st_tmp_setup("store"); }
+static int teardown(void **state) {
+  st_tmp_teardown();
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_create_reopen),     cmocka_unit_test(test_format_refusals),
+      cmocka_unit_test(test_conflict),          cmocka_unit_test(test_mapping_create_only),
+      cmocka_unit_test(test_changelog_window),  cmocka_unit_test(test_expire_resumable),
+      cmocka_unit_test(test_maintenance_status), cmocka_unit_test(test_fenced_fails),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
