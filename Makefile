@@ -61,7 +61,7 @@ fuzz: deps
 	done
 
 bench: build
-	$(PY) bench/run.py
+	build/bench/store/bench_store
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

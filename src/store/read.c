@@ -73,6 +73,19 @@ mr_status store_load_current(store *st, store_visit_fn fn, void *ctx, mr_error *
   return scan_r(st, &r, visit_all, &v, err);
 }
 
+mr_status store_load_subspace(store *st, mr_subspace ss, store_visit_fn fn, void *ctx, mr_error *err) {
+  mr_key_range r;
+  mr_status rc = mr_key_range_subspace(ss, &r, err);
+  if (rc)
+    return rc;
+  visit_ctx v = {fn, ctx, 0};
+  return scan_r(st, &r, visit_all, &v, err);
+}
+
+mr_status store_get(store *st, const mr_key *k, ProtobufCMessage **out, mr_error *err) {
+  return store_get_msg(st, k, out, err);
+}
+
 mr_status store_list_snapshots(store *st, store_visit_fn fn, void *ctx, mr_error *err) {
   mr_key_range r;
   mr_status rc = mr_key_range_subspace(MR_SS_SNAPSHOT, &r, err);

@@ -160,6 +160,15 @@ mr_status store_load_current(store *st, store_visit_fn fn, void *ctx, mr_error *
 mr_status store_read_at(store *st, uint64_t s, uint64_t table_id, store_visit_fn fn, void *ctx,
                         mr_error *err) MR_MUST_CHECK;
 
+/* Point read of the record under k (current, inline, ... key): on success
+ * *out is owned by the caller (mr_value_free); MR_ERR_NOT_FOUND if absent. */
+mr_status store_get(store *st, const mr_key *k, ProtobufCMessage **out, mr_error *err) MR_MUST_CHECK;
+
+/* Every record of one subspace, in key order (the catalog load reads
+ * current, history, inline and schema_version this way). */
+mr_status store_load_subspace(store *st, mr_subspace ss, store_visit_fn fn, void *ctx,
+                              mr_error *err) MR_MUST_CHECK;
+
 /* Snapshot records in ascending id order. */
 mr_status store_list_snapshots(store *st, store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
 

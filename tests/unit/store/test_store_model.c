@@ -520,15 +520,11 @@ static void op_column_tag(tx *t) {
     extra.value = fmt_name("v", k.c[1], t->S);
     tags[n++] = &extra;
   }
-  c->n_column_tag = n;
-  c->column_tag = tags;
-  char type[32];
-  snprintf(type, sizeof type, "%s", c->column_type);
   /* same version, same begin: an in-place rewrite of the live column */
   Moraine__V1__Column copy = *c;
+  copy.n_column_tag = n;
+  copy.column_tag = tags;
   tx_put(t, &k, &copy.base);
-  c->n_column_tag = 0;
-  c->column_tag = NULL;
   mr_value_free(&c->base);
 }
 
