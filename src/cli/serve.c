@@ -5,15 +5,17 @@
  * Contract: when ready it prints exactly one line
  *   moraine: serving <store> on <host:port>
  * to stderr (flushed); a failure to start exits 1 with one line
- * "moraine: <reason>". For now the catalog lives only in the embedded DuckDB
- * (in memory); --store is accepted and reported (the store is wired in by
- * the catalog layer through sql.h's commit hooks and pre-load API).
+ * "moraine: <reason>". Start-up order: open the store (a refused or fenced
+ * store exits 1), open the SQL engine, load the whole retained catalog into
+ * it (catalog_load), install the commit hooks, then listen: the ready line
+ * comes only after the load.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog/catalog.h"
 #include "cli/cli.h"
 #include "mr_version.h"
 #include "pgwire/pg_auth.h"
@@ -56,7 +58,7 @@ static int split_listen(const char *in, char *host, size_t hcap, char *port, siz
 }
 
 int cli_serve(int argc, char **argv) {
-  const char *store = "file://./moraine-data";
+  const char *store_url = "file://./moraine-data";
   const char *listen_addr = "127.0.0.1:5433";
   const char *password_file = NULL;
   for (int i = 1; i < argc; i++) {
@@ -65,7 +67,7 @@ int cli_serve(int argc, char **argv) {
       fputs(serve_usage, stdout);
       return 0;
     }
-    const char **slot = strcmp(a, "--store") == 0           ? &store
+    const char **slot = strcmp(a, "--store") == 0           ? &store_url
                         : strcmp(a, "--listen") == 0        ? &listen_addr
                         : strcmp(a, "--password-file") == 0 ? &password_file
                                                             : NULL;
@@ -96,13 +98,29 @@ int cli_serve(int argc, char **argv) {
     return 1;
   }
 
+  store *st = NULL;
+  if (store_open(store_url, NULL, &st, &err) != MR_OK) {
+    fprintf(stderr, "moraine: cannot open the store %s: %s\n", store_url, err.msg);
+    return 1;
+  }
   sql_engine *engine;
   sql_error serr;
   sql_engine_options opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")"};
   if (sql_engine_open(&opts, &engine, &serr) != MR_OK) {
     fprintf(stderr, "moraine: cannot start the SQL engine: %s\n", serr.base.msg);
+    (void)store_close(st, &err);
     return 1;
   }
+  catalog *cat = NULL;
+  size_t loaded = 0;
+  if (catalog_open(st, engine, &cat, &err) != MR_OK || catalog_load(cat, &loaded, &err) != MR_OK) {
+    fprintf(stderr, "moraine: cannot load the catalog from %s: %s\n", store_url, err.msg);
+    catalog_free(cat);
+    sql_engine_close(engine);
+    (void)store_close(st, &err);
+    return 1;
+  }
+  catalog_install_hooks(cat);
   pg_server_config cfg = {host, port, password_file ? password : NULL, PG_DEFAULT_MAX_CONNECTIONS,
                           PG_DEFAULT_MAX_MESSAGE};
   /* test knob (not a documented option): a small connection limit */
@@ -112,7 +130,10 @@ int cli_serve(int argc, char **argv) {
   pg_server *server;
   if (pg_server_start(&cfg, engine, &server, &err) != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);
+    sql_engine_set_commit_hooks(engine, NULL);
+    catalog_free(cat);
     sql_engine_close(engine);
+    (void)store_close(st, &err);
     return 1;
   }
   memset(password, 0, sizeof password);
@@ -126,16 +147,20 @@ int cli_serve(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  fprintf(stderr, "moraine: note: store %s is not wired in yet; the catalog lives in memory "
-                  "in the embedded DuckDB and is lost at exit\n",
-          store);
-  fprintf(stderr, "moraine: serving %s on %s\n", store, pg_server_address(server));
+  fprintf(stderr, "moraine: serving %s on %s\n", store_url, pg_server_address(server));
   fflush(stderr);
 
   mr_status rc = pg_server_run(server, &err);
   running_server = NULL;
   pg_server_free(server);
+  sql_engine_set_commit_hooks(engine, NULL);
+  catalog_free(cat);
   sql_engine_close(engine);
+  mr_error cerr;
+  if (store_close(st, &cerr) != MR_OK && rc == MR_OK) {
+    fprintf(stderr, "moraine: closing the store: %s\n", cerr.msg);
+    return 1;
+  }
   if (rc != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);
     return 1;

@@ -40,6 +40,12 @@
  *     MR_ERR_INVALID     bad argument, wrong handle kind, extractor mismatch
  *     MR_ERR_CORRUPTION  persisted state is not what SlateDB expects
  *     MR_ERR_NOMEM       out of memory
+ *   SlateDB 0.14.1 retries failed object-store calls forever, except
+ *   not-found / already-exists / precondition / not-implemented /
+ *   not-supported: an unreachable or misconfigured S3 endpoint, bad
+ *   credentials or a full disk make a call block rather than fail.
+ *   A fenced writer learns it on its next write, or from its manifest poll
+ *   (about 1 s); from then on every call on it returns MR_ERR_FENCED.
  *
  * Threads
  *   A kv_db may be used from several threads at once, except kv_close and

@@ -110,6 +110,13 @@ typedef struct sql_change_batch {
 typedef struct sql_changes {
   size_t nbatches;
   const sql_change_batch *batches; /* in execution order */
+  /* Write-write conflict anchor: the number of hook-accepted commits the
+   * engine had completed when this transaction began (read before DuckDB's
+   * BEGIN, so it never postdates the transaction's snapshot), and the number
+   * completed now. They differ exactly when another transaction committed
+   * changes since this one began: prepare() should then refuse (40001). */
+  uint64_t begin_seq;
+  uint64_t commit_seq;
 } sql_changes;
 
 typedef struct sql_commit_hooks {

@@ -223,6 +223,6 @@ mr_status sql_capture_result(sql_capture *c, duckdb_connection con, const char *
 }
 
 sql_changes sql_capture_view(const sql_capture *c) {
-  sql_changes v = {c->n, c->batches};
+  sql_changes v = {c->n, c->batches, 0, 0};
   return v;
 }

@@ -29,6 +29,7 @@ struct sql_engine {
   pthread_mutex_t commit_lock;
   sql_commit_hooks hooks;
   bool has_hooks;
+  uint64_t commit_seq;    /* commits with changes completed; under commit_lock */
   char *dbname;           /* DuckDB database holding the catalog tables */
   char *search_path_sql;  /* SET search_path = ... for every connection */
   char *version;          /* "15.0 (moraine x.y.z)" */
@@ -69,6 +70,7 @@ struct sql_session {
   bool implicit; /* the open transaction is implicit (commits at end of query / Sync) */
   bool read_only;
   sql_capture cap;
+  uint64_t begin_seq;    /* engine commit_seq when the open transaction began */
   sql_guc *gucs;
   size_t ngucs;
   char *user;

@@ -25,11 +25,14 @@ READY = re.compile(r"^moraine: serving (\S+) on (\S+):(\d+)$")
 
 
 class Server:
-    def __init__(self, *args, env=None):
+    def __init__(self, *args, env=None, cwd=None):
+        if "--store" not in args and cwd is None:  # a fresh store, never ./moraine-data
+            import tempfile
+            args = ("--store", "file://" + tempfile.mkdtemp(prefix="moraine-store-"), *args)
         self.proc = subprocess.Popen(
             [MORAINE, "serve", "--listen", "127.0.0.1:0", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, **(env or {})})
+            env={**os.environ, **(env or {})}, cwd=cwd)
         self.lines = []
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -80,8 +83,8 @@ def psql(server, *commands, check=True):
 
 # ---- the command line ------------------------------------------------------
 
-def test_ready_line_once_and_clean_stop():
-    s = Server()
+def test_ready_line_once_and_clean_stop(tmp_path):
+    s = Server(cwd=tmp_path)  # the default store, ./moraine-data, inside tmp_path
     assert [l for l in s.lines if l.startswith("moraine: serving")] == \
         [f"moraine: serving file://./moraine-data on 127.0.0.1:{s.port}"]
     assert s.stop() == 0

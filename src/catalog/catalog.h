@@ -1,0 +1,102 @@
+/*
+ * catalog.h — the catalog layer: DuckLake v1.0 catalog rows (as src/sql
+ * captures them) <-> RFC 0002 store records (src/store).
+ *
+ * Two jobs, both driven by one mapping table (catalog_map.c):
+ *  - commit: sql.h's prepare hook turns one transaction's captured changes
+ *    into exactly one store commit, conditioned on the head the transaction
+ *    began from (a stale head fails SQLSTATE 40001 "... conflict ...");
+ *  - load: before serving, the whole retained catalog (snapshots, current,
+ *    history, inline tables, schema versions) is materialized into the
+ *    embedded DuckDB through sql.h's pre-load API.
+ *
+ * Ownership: a catalog borrows the store and the engine; both must outlive
+ * it. Not here: key bytes (key.h), value bytes (value.h), SQL (sql/).
+ */
+#ifndef MR_CATALOG_H
+#define MR_CATALOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/mr_error.h"
+#include "sql/sql.h"
+#include "store/store.h"
+
+typedef struct catalog catalog;
+
+/* Creates the catalog over st and e (no I/O). *out: catalog_free. */
+mr_status catalog_open(store *st, sql_engine *e, catalog **out, mr_error *err) MR_MUST_CHECK;
+void catalog_free(catalog *c);
+
+/*
+ * Materializes the store into the engine (call once, before serving): an
+ * empty store loads nothing (DuckLake creates its tables on first ATTACH);
+ * otherwise the 28 ducklake_* tables are created and filled, and every
+ * inlined data / delete table is recreated. *nrows (may be NULL) gets the
+ * number of rows loaded.
+ */
+mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) MR_MUST_CHECK;
+
+/* Registers the commit hooks on the engine (prepare + finished). */
+void catalog_install_hooks(catalog *c);
+
+/* The prepare hook itself (exposed for tests). */
+mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err);
+
+/* ---- the mapping table (exposed for tests and the docs) ----------------- */
+
+typedef enum catalog_role {
+  CAT_SNAPSHOT,         /* ducklake_snapshot -> snapshot record */
+  CAT_SNAPSHOT_CHANGES, /* merged 1:1 into the snapshot record */
+  CAT_ENTITY,           /* versioned kind: current/history */
+  CAT_CHILD,            /* embedded rows of a parent record (field) */
+  CAT_RECORD,           /* unversioned record: overwrite / delete */
+  CAT_TAG,              /* entries of the tag container (field) */
+  CAT_OPTION,           /* entries of the option record of its scope (field) */
+  CAT_SCHEMA_VERSION,   /* schema_version subspace */
+  CAT_INLINE_TABLES,    /* ducklake_inlined_data_tables -> inline/data_table */
+} catalog_role;
+
+#define CATALOG_MAX_COLS 20
+
+typedef struct catalog_column {
+  const char *name; /* DuckLake column name */
+  const char *type; /* DuckDB type as in the DDL (BIGINT, VARCHAR, UUID, ...) */
+  const ProtobufCFieldDescriptor *field; /* same-named field, NULL: a parent key
+                                          * column of a child / option's scope */
+} catalog_column;
+
+typedef struct catalog_table {
+  const char *name;   /* ducklake_* */
+  catalog_role role;
+  mr_key_kind kind;   /* the home kind (parent kind for children, tag, option) */
+  const char *field;  /* CHILD/TAG/OPTION: the repeated field of the parent */
+  const char *ddl;    /* DuckLake 1.0 CREATE TABLE as DuckLake runs it on moraine */
+  const ProtobufCMessageDescriptor *msg; /* the message a row becomes */
+  size_t ncols;
+  catalog_column cols[CATALOG_MAX_COLS];
+} catalog_table;
+
+/* The 28 DuckLake v1.0 tables, resolved against the descriptors. */
+size_t catalog_table_count(void);
+const catalog_table *catalog_table_at(size_t i);
+const catalog_table *catalog_table_find(const char *name);
+
+/*
+ * Sets field f of message m from one cell in DuckDB's text form (or raw
+ * bytes for BLOB-backed types); NULL clears an optional field. duck_type
+ * says how to read the text (TIMESTAMP WITH TIME ZONE -> microseconds,
+ * UUID -> 16 bytes). Fails MR_ERR_INVALID for text that does not parse or a
+ * NULL in a required field.
+ */
+mr_status catalog_set_field(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f,
+                            const char *duck_type, const sql_value *v, mr_error *err) MR_MUST_CHECK;
+
+/* The inverse: the cell text of field f (malloc'd into *out, NULL = SQL NULL). */
+mr_status catalog_get_field(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f,
+                            const char *duck_type, char **out, size_t *len,
+                            mr_error *err) MR_MUST_CHECK;
+
+#endif /* MR_CATALOG_H */

@@ -1,0 +1,763 @@
+/*
+ * catalog_commit.c — the prepare hook: one DuckDB transaction's captured
+ * changes become exactly one store commit.
+ *
+ * The batches are replayed in execution order into a set of pending record
+ * operations (put / end / delete), keyed by store key: a row of a versioned
+ * table is a put (INSERT) or an end (UPDATE ... end_snapshot); a child row
+ * merges into its parent record, read from this commit's pending set or from
+ * the store; stats, options, tags, gc files, schema versions and inline rows
+ * are overwritten or deleted in place. The pending set is then written as
+ * one store_commit conditioned on the head (sql_changes.begin_seq must equal
+ * commit_seq: nothing else committed since the transaction began).
+ */
+#include "catalog/catalog_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum pend_op { OP_PUT, OP_END, OP_DEL } pend_op;
+
+typedef struct pend {
+  mr_key k;
+  pend_op op;
+  ProtobufCMessage *msg; /* owned; NULL for OP_DEL */
+  bool dead;             /* dropped later in the commit */
+} pend;
+
+typedef struct inline_layout {
+  char *name;
+  cat_ddl_col *cols;
+  size_t ncols;
+} inline_layout;
+
+typedef struct txn {
+  catalog *c;
+  pend *p;
+  size_t n, cap;
+  ProtobufCMessage *snap; /* Moraine__V1__Snapshot */
+  inline_layout *lay;
+  size_t nlay;
+  uint64_t *targets; /* data files targeted by delete files / inline deletes */
+  size_t ntargets;
+  bool untargeted;
+  mr_error *err;
+} txn;
+
+static bool versioned(mr_key_kind k) {
+  const mr_key_kind_info *ki = mr_key_kind_get(k);
+  return ki && (ki->flags & MR_KF_VERSIONED);
+}
+
+/* The pending op of key k in k's slot: versioned kinds have a put and an end
+ * slot, every other kind a single slot (the last op wins). */
+static pend *find(txn *t, const mr_key *k, pend_op op) {
+  bool v = versioned(k->kind);
+  for (size_t i = t->n; i-- > 0;) {
+    pend *p = &t->p[i];
+    if (p->dead || mr_key_compare(&p->k, k) != 0)
+      continue;
+    if (!v || (p->op == OP_END) == (op == OP_END))
+      return p;
+  }
+  return NULL;
+}
+
+static void pend_kill(pend *p) {
+  mr_value_free(p->msg);
+  p->msg = NULL;
+  p->dead = true;
+}
+
+/* Adds (or replaces in its slot) an op; msg ownership moves in. */
+static mr_status add(txn *t, const mr_key *k, pend_op op, ProtobufCMessage *msg) {
+  pend *old = find(t, k, op);
+  if (old)
+    pend_kill(old);
+  if (t->n == t->cap) {
+    size_t nc = t->cap ? 2 * t->cap : 32;
+    pend *np = realloc(t->p, nc * sizeof *np);
+    if (np == NULL) {
+      mr_value_free(msg);
+      return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+    }
+    t->p = np;
+    t->cap = nc;
+  }
+  t->p[t->n++] = (pend){*k, op, msg, false};
+  return MR_OK;
+}
+
+static mr_status add_target(txn *t, uint64_t file) {
+  for (size_t i = 0; i < t->ntargets; i++)
+    if (t->targets[i] == file)
+      return MR_OK;
+  uint64_t *nt = realloc(t->targets, (t->ntargets + 1) * sizeof *nt);
+  if (nt == NULL)
+    return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+  t->targets = nt;
+  t->targets[t->ntargets++] = file;
+  return MR_OK;
+}
+
+/* ---- rows ------------------------------------------------------------------- */
+
+static const sql_value *cell(const sql_change_batch *b, size_t row, const char *col) {
+  for (size_t i = 0; i < b->ncols; i++)
+    if (strcmp(b->col_names[i], col) == 0)
+      return &b->values[row * b->ncols + i];
+  return NULL;
+}
+
+static bool cell_i64(const sql_change_batch *b, size_t row, const char *col, int64_t *v) {
+  const sql_value *c = cell(b, row, col);
+  if (c == NULL || c->is_null)
+    return false;
+  char *end;
+  long long x = strtoll(c->data, &end, 10);
+  if (end == c->data || *end)
+    return false;
+  *v = x;
+  return true;
+}
+
+/* Sets every mapped column of table tb present in the batch into msg. */
+static mr_status fill(txn *t, const catalog_table *tb, const sql_change_batch *b, size_t row,
+                      ProtobufCMessage *msg) {
+  for (size_t i = 0; i < tb->ncols; i++) {
+    const catalog_column *col = &tb->cols[i];
+    if (col->field == NULL)
+      continue;
+    const sql_value *v = cell(b, row, col->name);
+    if (v == NULL)
+      continue;
+    mr_status rc = catalog_set_field(msg, col->field, col->type, v, t->err);
+    if (rc)
+      return mr_error_wrap(t->err, "%s", tb->name);
+  }
+  return MR_OK;
+}
+
+static mr_status row_msg(txn *t, const catalog_table *tb, const sql_change_batch *b, size_t row,
+                         ProtobufCMessage **out) {
+  *out = cat_msg_new(tb->msg);
+  if (*out == NULL)
+    return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+  mr_status rc = fill(t, tb, b, row, *out);
+  if (rc) {
+    mr_value_free(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+/* The record under k as this commit sees it: a pending put, else the store's
+ * (copied into a new pending put). NOT_FOUND when neither has it. */
+static mr_status current_msg(txn *t, const mr_key *k, ProtobufCMessage **out) {
+  pend *p = find(t, k, OP_PUT);
+  if (p && p->op == OP_PUT) {
+    *out = p->msg;
+    return MR_OK;
+  }
+  ProtobufCMessage *m = NULL;
+  mr_status rc = store_get(t->c->st, k, &m, t->err);
+  if (rc)
+    return rc;
+  rc = add(t, k, OP_PUT, m);
+  if (rc)
+    return rc;
+  *out = m;
+  return MR_OK;
+}
+
+static mr_status unsupported(txn *t, const char *what, const char *table) {
+  return mr_fail(t->err, MR_ERR_INVALID, "moraine: %s on %s is not supported by the catalog store",
+                 what, table);
+}
+
+/* ---- roles -------------------------------------------------------------------- */
+
+static mr_status do_entity(txn *t, const catalog_table *tb, const sql_change_batch *b, size_t row) {
+  ProtobufCMessage *r;
+  mr_status rc = row_msg(t, tb, b, row, &r);
+  if (rc)
+    return rc;
+  mr_key k;
+  if (!cat_key_from_msg(tb->kind, r, &k)) {
+    mr_value_free(r);
+    return mr_fail(t->err, MR_ERR_INVALID, "catalog: %s row without its key columns", tb->name);
+  }
+  if (b->op == SQL_CHANGE_INSERT)
+    return add(t, &k, OP_PUT, r);
+  int64_t begin = 0, end = 0, pbegin = -1;
+  cat_msg_i64(r, "begin_snapshot", &begin);
+  bool ended = cat_msg_i64(r, "end_snapshot", &end);
+  pend *put = find(t, &k, OP_PUT);
+  if (put && put->op == OP_PUT)
+    cat_msg_i64(put->msg, "begin_snapshot", &pbegin);
+  else
+    put = NULL;
+  if (b->op == SQL_CHANGE_DELETE) {
+    mr_value_free(r);
+    if (put && pbegin == begin) {
+      pend_kill(put);
+      return MR_OK;
+    }
+    return unsupported(t, "DELETE", tb->name);
+  }
+  /* UPDATE: the row as updated, over the record it updates (children kept). */
+  ProtobufCMessage *base = NULL;
+  if (put && pbegin == begin) {
+    base = cat_msg_copy(put->msg);
+  } else {
+    rc = store_get(t->c->st, &k, &base, t->err);
+    if (rc == MR_ERR_NOT_FOUND) {
+      mr_error_clear(t->err);
+      base = NULL;
+    } else if (rc) {
+      mr_value_free(r);
+      return rc;
+    }
+  }
+  if (base) {
+    rc = fill(t, tb, b, row, base);
+    mr_value_free(r);
+    if (rc) {
+      mr_value_free(base);
+      return rc;
+    }
+    r = base;
+  }
+  if (!ended)
+    return add(t, &k, OP_PUT, r);
+  if (put && pbegin == begin)
+    pend_kill(put); /* created and ended by this commit */
+  if (end == begin) {
+    mr_value_free(r); /* never visible at any snapshot */
+    return MR_OK;
+  }
+  return add(t, &k, OP_END, r);
+}
+
+static mr_status parent_key(txn *t, const catalog_table *tb, const sql_change_batch *b, size_t row,
+                            mr_key *k) {
+  const mr_key_kind_info *ki = mr_key_kind_get(tb->kind);
+  memset(k, 0, sizeof *k);
+  k->kind = tb->kind;
+  if (tb->kind == MR_KK_MAPPING) {
+    /* name_mapping rows carry mapping_id only: the mapping is in this commit */
+    int64_t mid;
+    if (!cell_i64(b, row, "mapping_id", &mid))
+      return mr_fail(t->err, MR_ERR_INVALID, "catalog: %s row without mapping_id", tb->name);
+    for (size_t i = t->n; i-- > 0;) {
+      pend *p = &t->p[i];
+      int64_t v;
+      if (!p->dead && p->k.kind == MR_KK_MAPPING && p->op == OP_PUT &&
+          cat_msg_i64(p->msg, "mapping_id", &v) && v == mid) {
+        *k = p->k;
+        return MR_OK;
+      }
+    }
+    return mr_fail(t->err, MR_ERR_INVALID,
+                   "catalog: name mapping rows for mapping %lld outside the commit creating it",
+                   (long long)mid);
+  }
+  for (unsigned i = 0; i < ki->ncomp; i++) {
+    int64_t v;
+    if (!cell_i64(b, row, ki->comp[i], &v))
+      return mr_fail(t->err, MR_ERR_INVALID, "catalog: %s row without %s", tb->name, ki->comp[i]);
+    k->c[i] = (uint64_t)v;
+  }
+  return MR_OK;
+}
+
+/* Option rows: scope NULL/'schema'/'table' -> scope_kind 0/1/2. */
+static mr_status option_key(txn *t, const sql_change_batch *b, size_t row, mr_key *k) {
+  memset(k, 0, sizeof *k);
+  k->kind = MR_KK_OPTION;
+  const sql_value *sc = cell(b, row, "scope");
+  int64_t sid = 0;
+  if (sc == NULL || sc->is_null) {
+    k->c[0] = MR_SCOPE_GLOBAL;
+  } else if (strcmp(sc->data, "schema") == 0) {
+    k->c[0] = MR_SCOPE_SCHEMA;
+  } else if (strcmp(sc->data, "table") == 0) {
+    k->c[0] = MR_SCOPE_TABLE;
+  } else {
+    return mr_fail(t->err, MR_ERR_INVALID, "catalog: ducklake_metadata scope '%s' is unknown",
+                   sc->data);
+  }
+  if (k->c[0] != MR_SCOPE_GLOBAL)
+    cell_i64(b, row, "scope_id", &sid);
+  k->c[1] = (uint64_t)sid;
+  return MR_OK;
+}
+
+/* Children, tag entries and option entries: merge into the container. */
+static mr_status do_child(txn *t, const catalog_table *tb, const sql_change_batch *b, size_t row) {
+  mr_key k;
+  mr_status rc = tb->role == CAT_OPTION ? option_key(t, b, row, &k) : parent_key(t, tb, b, row, &k);
+  if (rc)
+    return rc;
+  ProtobufCMessage *parent = NULL;
+  rc = current_msg(t, &k, &parent);
+  if (rc == MR_ERR_NOT_FOUND && (tb->role == CAT_TAG || tb->role == CAT_OPTION)) {
+    mr_error_clear(t->err);
+    parent = cat_msg_new(mr_value_descriptor(k.kind));
+    if (parent == NULL)
+      return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+    const mr_key_kind_info *ki = mr_key_kind_get(k.kind);
+    for (unsigned i = 0; i < ki->ncomp; i++)
+      cat_msg_set_i64(parent, ki->comp[i], (int64_t)k.c[i]);
+    rc = add(t, &k, OP_PUT, parent);
+  } else if (rc == MR_ERR_NOT_FOUND) {
+    return mr_error_wrap(t->err, "catalog: %s row without its parent record", tb->name);
+  }
+  if (rc)
+    return rc;
+  ProtobufCMessage *child;
+  rc = row_msg(t, tb, b, row, &child);
+  if (rc)
+    return rc;
+  ProtobufCMessage **arr;
+  size_t n = cat_msg_nrep(parent, tb->field, &arr);
+  /* the entry this row replaces or removes */
+  const char *skip = tb->role == CAT_OPTION ? "value" : b->op == SQL_CHANGE_UPDATE ? "end_snapshot" : NULL;
+  bool replace = b->op != SQL_CHANGE_INSERT || tb->role == CAT_OPTION;
+  if (replace) {
+    for (size_t i = 0; i < n; i++) {
+      if (cat_msg_same(arr[i], child, skip)) {
+        cat_msg_remove(parent, tb->field, i);
+        break;
+      }
+    }
+  }
+  if (b->op == SQL_CHANGE_DELETE) {
+    mr_value_free(child);
+    return MR_OK;
+  }
+  return cat_msg_append(parent, tb->field, child, t->err);
+}
+
+static mr_status do_record(txn *t, const catalog_table *tb, const sql_change_batch *b, size_t row) {
+  ProtobufCMessage *r;
+  mr_status rc = row_msg(t, tb, b, row, &r);
+  if (rc)
+    return rc;
+  mr_key k;
+  if (!cat_key_from_msg(tb->kind, r, &k)) {
+    mr_value_free(r);
+    return mr_fail(t->err, MR_ERR_INVALID, "catalog: %s row without its key columns", tb->name);
+  }
+  if (b->op == SQL_CHANGE_DELETE) {
+    mr_value_free(r);
+    return add(t, &k, OP_DEL, NULL);
+  }
+  pend *p = find(t, &k, OP_PUT);
+  if (p && p->op == OP_PUT) { /* keep embedded children gathered so far */
+    mr_value_free(r);
+    return fill(t, tb, b, row, p->msg);
+  }
+  return add(t, &k, OP_PUT, r);
+}
+
+static mr_status do_snapshot(txn *t, const catalog_table *tb, const sql_change_batch *b, size_t row) {
+  if (b->op != SQL_CHANGE_INSERT)
+    return unsupported(t, b->op == SQL_CHANGE_UPDATE ? "UPDATE" : "DELETE", tb->name);
+  if (t->snap == NULL) {
+    t->snap = cat_msg_new(&moraine__v1__snapshot__descriptor);
+    if (t->snap == NULL)
+      return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+  }
+  return fill(t, tb, b, row, t->snap);
+}
+
+/* ducklake_inlined_data_{T}_{V} rows. */
+static mr_status do_inline_row(txn *t, const sql_change_batch *b, size_t row, int64_t tid,
+                               int64_t ver) {
+  Moraine__V1__InlineDataRow *m = (Moraine__V1__InlineDataRow *)cat_msg_new(
+      &moraine__v1__inline_data_row__descriptor);
+  if (m == NULL)
+    return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+  m->table_id = tid;
+  m->schema_version = ver;
+  int64_t end;
+  bool ok = cell_i64(b, row, "row_id", &m->row_id) && cell_i64(b, row, "begin_snapshot", &m->begin_snapshot);
+  if (cell_i64(b, row, "end_snapshot", &end)) {
+    m->has_end_snapshot = 1;
+    m->end_snapshot = end;
+  }
+  mr_status rc = MR_OK;
+  if (!ok)
+    rc = mr_fail(t->err, MR_ERR_INVALID, "catalog: inlined row without row_id/begin_snapshot");
+  for (size_t i = 0; !rc && i < b->ncols; i++) {
+    const char *cn = b->col_names[i];
+    if (strcmp(cn, "row_id") == 0 || strcmp(cn, "begin_snapshot") == 0 || strcmp(cn, "end_snapshot") == 0)
+      continue;
+    Moraine__V1__InlineCell *c = (Moraine__V1__InlineCell *)cat_msg_new(&moraine__v1__inline_cell__descriptor);
+    if (c == NULL) {
+      rc = mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+      break;
+    }
+    const sql_value *v = &b->values[row * b->ncols + i];
+    c->is_null = v->is_null;
+    if (!v->is_null && v->len) {
+      c->value.data = malloc(v->len);
+      if (c->value.data == NULL) {
+        mr_value_free(&c->base);
+        rc = mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+        break;
+      }
+      memcpy(c->value.data, v->data, v->len);
+      c->value.len = v->len;
+    }
+    rc = cat_msg_append(&m->base, "cell", &c->base, t->err);
+  }
+  if (rc) {
+    mr_value_free(&m->base);
+    return rc;
+  }
+  mr_key k;
+  cat_key_from_msg(MR_KK_INLINE_ROW, &m->base, &k);
+  if (b->op == SQL_CHANGE_DELETE) {
+    mr_value_free(&m->base);
+    return add(t, &k, OP_DEL, NULL);
+  }
+  if (b->op == SQL_CHANGE_UPDATE && m->has_end_snapshot)
+    t->untargeted = true; /* an inlined row deleted: no data file names it */
+  return add(t, &k, OP_PUT, &m->base);
+}
+
+static mr_status do_inline_delete(txn *t, const sql_change_batch *b, size_t row, int64_t tid) {
+  Moraine__V1__InlineDeleteRow *m = (Moraine__V1__InlineDeleteRow *)cat_msg_new(
+      &moraine__v1__inline_delete_row__descriptor);
+  if (m == NULL)
+    return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+  m->table_id = tid;
+  if (!cell_i64(b, row, "file_id", &m->file_id) || !cell_i64(b, row, "row_id", &m->row_id) ||
+      !cell_i64(b, row, "begin_snapshot", &m->begin_snapshot)) {
+    mr_value_free(&m->base);
+    return mr_fail(t->err, MR_ERR_INVALID, "catalog: inlined delete row without its columns");
+  }
+  mr_key k;
+  cat_key_from_msg(MR_KK_INLINE_DELETE_ROW, &m->base, &k);
+  if (b->op == SQL_CHANGE_DELETE) {
+    mr_value_free(&m->base);
+    return add(t, &k, OP_DEL, NULL);
+  }
+  mr_status rc = add_target(t, (uint64_t)m->file_id);
+  if (rc) {
+    mr_value_free(&m->base);
+    return rc;
+  }
+  return add(t, &k, OP_PUT, &m->base);
+}
+
+/* Deletes every stored inline key of kind under (tid[, ver]) — a DROP. */
+typedef struct drop_ctx {
+  txn *t;
+  mr_key_kind kind;
+  uint64_t tid, ver;
+  bool by_ver;
+} drop_ctx;
+
+static mr_status drop_visit(void *ctx, const mr_key *k, const ProtobufCMessage *v, mr_error *err) {
+  drop_ctx *d = ctx;
+  if (k->kind != d->kind || k->c[0] != d->tid || (d->by_ver && k->c[1] != d->ver))
+    return MR_OK;
+  return add(d->t, k, OP_DEL, NULL);
+}
+
+static mr_status do_ddl(txn *t, const sql_change_batch *b) {
+  char *name = NULL;
+  cat_ddl_col *cols = NULL;
+  size_t ncols = 0;
+  int64_t tid, ver;
+  mr_status rc = MR_OK;
+  if (cat_parse_create(b->sql, &name, &cols, &ncols)) {
+    if (cat_inline_data_name(name, &tid, &ver)) {
+      inline_layout *nl = realloc(t->lay, (t->nlay + 1) * sizeof *nl);
+      if (nl == NULL) {
+        rc = mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+      } else {
+        t->lay = nl;
+        t->lay[t->nlay++] = (inline_layout){name, cols, ncols};
+        return MR_OK;
+      }
+    } else if (cat_inline_delete_name(name, &tid)) {
+      Moraine__V1__InlineDeleteTable *m = (Moraine__V1__InlineDeleteTable *)cat_msg_new(
+          &moraine__v1__inline_delete_table__descriptor);
+      if (m == NULL) {
+        rc = mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+      } else {
+        m->table_id = tid;
+        m->table_name = name;
+        name = NULL;
+        mr_key k = {.kind = MR_KK_INLINE_DELETE_TABLE, .c = {(uint64_t)tid}};
+        rc = add(t, &k, OP_PUT, &m->base);
+      }
+    }
+    /* other CREATEs: DuckLake's own tables, known statically */
+  } else if (cat_parse_drop(b->sql, &name)) {
+    drop_ctx d = {t, MR_KK_INLINE_ROW, 0, 0, true};
+    bool data = cat_inline_data_name(name, &tid, &ver);
+    bool del = !data && cat_inline_delete_name(name, &tid);
+    if (data || del) {
+      mr_key k = {.kind = data ? MR_KK_INLINE_TABLE : MR_KK_INLINE_DELETE_TABLE,
+                  .c = {(uint64_t)tid, (uint64_t)ver}};
+      if (del)
+        k.c[1] = 0;
+      rc = add(t, &k, OP_DEL, NULL);
+      d.kind = data ? MR_KK_INLINE_ROW : MR_KK_INLINE_DELETE_ROW;
+      d.tid = (uint64_t)tid;
+      d.ver = (uint64_t)ver;
+      d.by_ver = data;
+      if (!rc)
+        rc = store_load_subspace(t->c->st, MR_SS_INLINE, drop_visit, &d, t->err);
+      /* rows of this table put earlier in the same commit go too */
+      for (size_t i = 0; !rc && i < t->n; i++) {
+        pend *p = &t->p[i];
+        if (!p->dead && p->op == OP_PUT && p->k.kind == d.kind && p->k.c[0] == d.tid &&
+            (!d.by_ver || p->k.c[1] == d.ver))
+          pend_kill(p);
+      }
+    }
+  }
+  cat_ddl_cols_free(cols, ncols);
+  free(name);
+  return rc;
+}
+
+static mr_status do_batch(txn *t, const sql_change_batch *b) {
+  if (b->op == SQL_CHANGE_DDL)
+    return do_ddl(t, b);
+  int64_t tid, ver;
+  mr_status rc = MR_OK;
+  if (cat_inline_data_name(b->table, &tid, &ver)) {
+    for (size_t r = 0; !rc && r < b->nrows; r++)
+      rc = do_inline_row(t, b, r, tid, ver);
+    return rc;
+  }
+  if (cat_inline_delete_name(b->table, &tid)) {
+    for (size_t r = 0; !rc && r < b->nrows; r++)
+      rc = do_inline_delete(t, b, r, tid);
+    return rc;
+  }
+  const catalog_table *tb = catalog_table_find(b->table);
+  if (tb == NULL)
+    return MR_OK; /* not a catalog table: not persisted */
+  for (size_t r = 0; !rc && r < b->nrows; r++) {
+    switch (tb->role) {
+    case CAT_SNAPSHOT:
+    case CAT_SNAPSHOT_CHANGES:
+      rc = do_snapshot(t, tb, b, r);
+      break;
+    case CAT_ENTITY:
+      rc = do_entity(t, tb, b, r);
+      break;
+    case CAT_CHILD:
+    case CAT_TAG:
+    case CAT_OPTION:
+      rc = do_child(t, tb, b, r);
+      break;
+    case CAT_RECORD:
+    case CAT_SCHEMA_VERSION:
+    case CAT_INLINE_TABLES:
+      rc = do_record(t, tb, b, r);
+      break;
+    }
+  }
+  return rc;
+}
+
+/* ---- finishing ------------------------------------------------------------------ */
+
+static mr_status finish(txn *t) {
+  for (size_t i = 0; i < t->n; i++) {
+    pend *p = &t->p[i];
+    if (p->dead)
+      continue;
+    /* an inlined data table's column layout comes from its CREATE */
+    if (p->op == OP_PUT && p->k.kind == MR_KK_INLINE_TABLE) {
+      Moraine__V1__InlineDataTable *m = (Moraine__V1__InlineDataTable *)p->msg;
+      char want[96];
+      snprintf(want, sizeof want, "ducklake_inlined_data_%lld_%lld", (long long)m->table_id,
+               (long long)m->schema_version);
+      for (size_t j = 0; m->n_column == 0 && j < t->nlay; j++) {
+        if (strcmp(t->lay[j].name, want) != 0)
+          continue;
+        for (size_t c = 3; c < t->lay[j].ncols; c++) {
+          Moraine__V1__InlineColumn *ic =
+              (Moraine__V1__InlineColumn *)cat_msg_new(&moraine__v1__inline_column__descriptor);
+          if (ic == NULL)
+            return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+          ic->name = strdup(t->lay[j].cols[c].name);
+          ic->type = strdup(t->lay[j].cols[c].type);
+          mr_status rc = cat_msg_append(p->msg, "column", &ic->base, t->err);
+          if (rc)
+            return rc;
+        }
+      }
+    }
+    /* column tags live in the newest version of their column */
+    if (p->op == OP_END && p->k.kind == MR_KK_COLUMN) {
+      pend *succ = find(t, &p->k, OP_PUT);
+      if (succ && succ->op == OP_PUT) {
+        ProtobufCMessage **arr;
+        while (cat_msg_nrep(p->msg, "column_tag", &arr) > 0) {
+          ProtobufCMessage *tag = cat_msg_copy(arr[0]);
+          cat_msg_remove(p->msg, "column_tag", 0);
+          if (tag == NULL)
+            return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+          mr_status rc = cat_msg_append(succ->msg, "column_tag", tag, t->err);
+          if (rc)
+            return rc;
+        }
+      }
+    }
+    if (p->op == OP_PUT && p->k.kind == MR_KK_DELFILE) {
+      int64_t df;
+      if (cat_msg_i64(p->msg, "data_file_id", &df)) {
+        mr_status rc = add_target(t, (uint64_t)df);
+        if (rc)
+          return rc;
+      } else {
+        t->untargeted = true;
+      }
+    }
+  }
+  if (t->snap) {
+    Moraine__V1__Snapshot *s = (Moraine__V1__Snapshot *)t->snap;
+    s->deletes_untargeted_files = t->untargeted;
+    s->n_deleted_from_data_files = t->ntargets;
+    s->deleted_from_data_files = t->targets; /* borrowed; detached before free */
+  }
+  return MR_OK;
+}
+
+static mr_status write_commit(txn *t, store_head expected) {
+  store_commit *sc = NULL;
+  mr_status rc = store_commit_begin(t->c->st, expected, &sc, t->err);
+  if (rc)
+    return rc;
+  if (t->snap)
+    rc = store_commit_snapshot(sc, (Moraine__V1__Snapshot *)t->snap, t->err);
+  for (size_t i = 0; !rc && i < t->n; i++) {
+    pend *p = &t->p[i];
+    if (p->dead)
+      continue;
+    if (p->op == OP_PUT)
+      rc = store_commit_put(sc, &p->k, p->msg, t->err);
+    else if (p->op == OP_END)
+      rc = store_commit_end(sc, &p->k, p->msg, t->err);
+    else
+      rc = store_commit_delete(sc, &p->k, t->err);
+  }
+  if (rc) {
+    store_commit_abort(sc);
+    return rc;
+  }
+  return store_commit_write(sc, NULL, t->err);
+}
+
+static void txn_free(txn *t) {
+  for (size_t i = 0; i < t->n; i++)
+    mr_value_free(t->p[i].msg);
+  free(t->p);
+  if (t->snap) {
+    Moraine__V1__Snapshot *s = (Moraine__V1__Snapshot *)t->snap;
+    s->deleted_from_data_files = NULL;
+    s->n_deleted_from_data_files = 0;
+    mr_value_free(t->snap);
+  }
+  for (size_t i = 0; i < t->nlay; i++) {
+    free(t->lay[i].name);
+    cat_ddl_cols_free(t->lay[i].cols, t->lay[i].ncols);
+  }
+  free(t->lay);
+  free(t->targets);
+}
+
+mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err) {
+  catalog *c = ctx;
+  mr_error e;
+  mr_error_clear(&e);
+  if (c->failed)
+    return sql_fail(err, MR_ERR_IO, "XX000", "%s", c->failed_msg);
+  if (store_failed(c->st, &e))
+    return sql_fail(err, MR_ERR_IO, "XX000",
+                    "moraine: the catalog store failed; this server accepts no more writes: %s",
+                    e.msg);
+  if (changes->begin_seq != changes->commit_seq)
+    return sql_fail(err, MR_ERR_CONFLICT, "40001",
+                    "could not serialize access: write-write conflict (another transaction "
+                    "committed since this one began)");
+  if (getenv("MORAINE_CATALOG_TRACE")) { /* debugging aid: the captured batches */
+    for (size_t i = 0; i < changes->nbatches; i++) {
+      const sql_change_batch *b = &changes->batches[i];
+      if (b->op == SQL_CHANGE_DDL)
+        fprintf(stderr, "catalog: DDL %s\n", b->sql);
+      else
+        fprintf(stderr, "catalog: %s %s x%zu\n",
+                b->op == SQL_CHANGE_INSERT ? "INSERT" : b->op == SQL_CHANGE_UPDATE ? "UPDATE" : "DELETE",
+                b->table, b->nrows);
+    }
+  }
+  txn t;
+  memset(&t, 0, sizeof t);
+  t.c = c;
+  t.err = &e;
+  store_head head = store_get_head(c->st);
+  mr_status rc = MR_OK;
+  for (size_t i = 0; !rc && i < changes->nbatches; i++)
+    rc = do_batch(&t, &changes->batches[i]);
+  if (!rc)
+    rc = finish(&t);
+  bool any = t.snap != NULL;
+  for (size_t i = 0; !any && i < t.n; i++)
+    any = !t.p[i].dead;
+  if (!rc && any)
+    rc = write_commit(&t, head);
+  txn_free(&t);
+  if (rc == MR_ERR_CONFLICT)
+    return sql_fail(err, rc, "40001", "could not serialize access: %s", e.msg);
+  mr_error fe;
+  if (rc && store_failed(c->st, &fe)) {
+    c->failed = true;
+    snprintf(c->failed_msg, sizeof c->failed_msg,
+             "moraine: the catalog store failed; this server accepts no more writes: %s", e.msg);
+    return sql_fail(err, rc, "XX000", "%s", c->failed_msg);
+  }
+  if (rc)
+    return sql_fail(err, rc, "XX000", "moraine: catalog commit failed: %s", e.msg);
+  return MR_OK;
+}
+
+static void catalog_finished(void *ctx, const sql_changes *changes, bool committed) {
+  catalog *c = ctx;
+  if (!committed && !c->failed) {
+    /* the store holds a commit DuckDB refused: stop serving writes */
+    c->failed = true;
+    snprintf(c->failed_msg, sizeof c->failed_msg,
+             "moraine: a commit reached the store but the SQL engine refused it; this server "
+             "accepts no more writes (restart it to reload the catalog)");
+  }
+}
+
+mr_status catalog_open(store *st, sql_engine *e, catalog **out, mr_error *err) {
+  catalog *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "catalog: out of memory");
+  c->st = st;
+  c->e = e;
+  *out = c;
+  return MR_OK;
+}
+
+void catalog_free(catalog *c) { free(c); }
+
+void catalog_install_hooks(catalog *c) {
+  sql_commit_hooks h = {c, catalog_prepare, catalog_finished};
+  sql_engine_set_commit_hooks(c->e, &h);
+}

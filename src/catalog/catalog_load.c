@@ -1,0 +1,301 @@
+/*
+ * catalog_load.c — materializes the whole retained catalog from the store
+ * into the embedded DuckDB before serving: the 28 ducklake_* tables
+ * (snapshot records, current and history entities with their embedded
+ * children, unversioned records, tag and option entries, schema versions)
+ * and every inlined data / delete table, through sql.h's pre-load API.
+ * Rows are gathered per table and appended in bulk at the end.
+ */
+#include "catalog/catalog_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rowbuf {
+  char *table;
+  size_t ncols;
+  sql_value *vals; /* row-major; data malloc'd */
+  size_t nrows, cap;
+} rowbuf;
+
+typedef struct load_ctx {
+  catalog *c;
+  rowbuf *bufs;
+  size_t nbufs;
+  size_t nsnap;
+  size_t total;
+} load_ctx;
+
+static rowbuf *buf_for(load_ctx *l, const char *table, size_t ncols, mr_error *err) {
+  for (size_t i = 0; i < l->nbufs; i++)
+    if (strcmp(l->bufs[i].table, table) == 0)
+      return &l->bufs[i];
+  rowbuf *nb = realloc(l->bufs, (l->nbufs + 1) * sizeof *nb);
+  if (nb == NULL) {
+    mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+    return NULL;
+  }
+  l->bufs = nb;
+  rowbuf *b = &l->bufs[l->nbufs++];
+  memset(b, 0, sizeof *b);
+  b->table = strdup(table);
+  b->ncols = ncols;
+  return b;
+}
+
+/* A new row of b (cells NULL); NULL on allocation failure. */
+static sql_value *row_add(rowbuf *b, mr_error *err) {
+  if (b->nrows == b->cap) {
+    size_t nc = b->cap ? 2 * b->cap : 64;
+    sql_value *nv = realloc(b->vals, nc * b->ncols * sizeof *nv);
+    if (nv == NULL) {
+      mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+      return NULL;
+    }
+    b->vals = nv;
+    b->cap = nc;
+  }
+  sql_value *r = &b->vals[b->nrows++ * b->ncols];
+  for (size_t i = 0; i < b->ncols; i++)
+    r[i] = (sql_value){NULL, 0, true};
+  return r;
+}
+
+static mr_status set_text(sql_value *v, const char *s, size_t n, mr_error *err) {
+  char *c = malloc(n + 1);
+  if (c == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+  if (n)
+    memcpy(c, s, n);
+  c[n] = '\0';
+  *v = (sql_value){c, n, false};
+  return MR_OK;
+}
+
+static mr_status set_i64(sql_value *v, int64_t x, mr_error *err) {
+  char buf[32];
+  int n = snprintf(buf, sizeof buf, "%lld", (long long)x);
+  return set_text(v, buf, (size_t)n, err);
+}
+
+/* One row of tb from msg; columns msg lacks come from parent (children's
+ * parent key columns) or, for ducklake_metadata, from the option scope. */
+static mr_status emit(load_ctx *l, const catalog_table *tb, const ProtobufCMessage *msg,
+                      const ProtobufCMessage *parent, mr_error *err) {
+  rowbuf *b = buf_for(l, tb->name, tb->ncols, err);
+  if (b == NULL)
+    return err->code;
+  sql_value *r = row_add(b, err);
+  if (r == NULL)
+    return err->code;
+  l->total++;
+  for (size_t i = 0; i < tb->ncols; i++) {
+    const catalog_column *col = &tb->cols[i];
+    mr_status rc = MR_OK;
+    if (col->field) {
+      char *s;
+      size_t n;
+      rc = catalog_get_field(msg, col->field, col->type, &s, &n, err);
+      if (!rc && s)
+        r[i] = (sql_value){s, n, false};
+    } else if (tb->role == CAT_OPTION && parent) {
+      int64_t kind = 0, sid = 0;
+      cat_msg_i64(parent, "scope_kind", &kind);
+      cat_msg_i64(parent, "scope_id", &sid);
+      if (strcmp(col->name, "scope") == 0 && kind != MR_SCOPE_GLOBAL)
+        rc = set_text(&r[i], kind == MR_SCOPE_SCHEMA ? "schema" : "table",
+                      kind == MR_SCOPE_SCHEMA ? 6 : 5, err);
+      else if (strcmp(col->name, "scope_id") == 0 && kind != MR_SCOPE_GLOBAL)
+        rc = set_i64(&r[i], sid, err);
+    } else if (parent) {
+      int64_t v;
+      if (cat_msg_i64(parent, col->name, &v))
+        rc = set_i64(&r[i], v, err);
+    }
+    if (rc)
+      return rc;
+  }
+  return MR_OK;
+}
+
+static char *quote_ident(const char *s) {
+  size_t n = strlen(s);
+  char *o = malloc(2 * n + 3);
+  if (o == NULL)
+    return NULL;
+  size_t j = 0;
+  o[j++] = '"';
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '"')
+      o[j++] = '"';
+    o[j++] = s[i];
+  }
+  o[j++] = '"';
+  o[j] = '\0';
+  return o;
+}
+
+static mr_status exec(load_ctx *l, const char *sql, mr_error *err) {
+  sql_error se;
+  memset(&se, 0, sizeof se);
+  if (sql_engine_exec(l->c->e, sql, &se) != MR_OK)
+    return mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog load: %s: %s", sql,
+                   se.base.msg);
+  return MR_OK;
+}
+
+static mr_status create_inline_data(load_ctx *l, const Moraine__V1__InlineDataTable *m,
+                                    mr_error *err) {
+  size_t cap = 256;
+  for (size_t i = 0; i < m->n_column; i++)
+    cap += 2 * strlen(m->column[i]->name) + strlen(m->column[i]->type) + 8;
+  char *sql = malloc(cap);
+  if (sql == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+  size_t n = (size_t)snprintf(sql, cap,
+                              "CREATE TABLE IF NOT EXISTS public.ducklake_inlined_data_%lld_%lld("
+                              "row_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT",
+                              (long long)m->table_id, (long long)m->schema_version);
+  for (size_t i = 0; i < m->n_column; i++) {
+    char *q = quote_ident(m->column[i]->name);
+    if (q == NULL) {
+      free(sql);
+      return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+    }
+    n += (size_t)snprintf(sql + n, cap - n, ", %s %s", q, m->column[i]->type);
+    free(q);
+  }
+  snprintf(sql + n, cap - n, ")");
+  mr_status rc = exec(l, sql, err);
+  free(sql);
+  return rc;
+}
+
+static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr_error *err) {
+  load_ctx *l = ctx;
+  mr_status rc = MR_OK;
+  char name[96];
+  if (k->kind == MR_KK_SNAPSHOT)
+    l->nsnap++;
+  switch (k->kind) {
+  case MR_KK_INLINE_TABLE:
+    rc = create_inline_data(l, (const Moraine__V1__InlineDataTable *)m, err);
+    break;
+  case MR_KK_INLINE_ROW: {
+    const Moraine__V1__InlineDataRow *r = (const Moraine__V1__InlineDataRow *)m;
+    snprintf(name, sizeof name, "ducklake_inlined_data_%lld_%lld", (long long)r->table_id,
+             (long long)r->schema_version);
+    rowbuf *b = buf_for(l, name, 3 + r->n_cell, err);
+    sql_value *v = b ? row_add(b, err) : NULL;
+    if (v == NULL)
+      return err->code;
+    if (b->ncols != 3 + r->n_cell)
+      return mr_fail(err, MR_ERR_CORRUPTION, "catalog load: %s rows disagree on width", name);
+    l->total++;
+    rc = set_i64(&v[0], r->row_id, err);
+    if (!rc)
+      rc = set_i64(&v[1], r->begin_snapshot, err);
+    if (!rc && r->has_end_snapshot)
+      rc = set_i64(&v[2], r->end_snapshot, err);
+    for (size_t i = 0; !rc && i < r->n_cell; i++)
+      if (!r->cell[i]->is_null)
+        rc = set_text(&v[3 + i], (const char *)r->cell[i]->value.data, r->cell[i]->value.len, err);
+    return rc;
+  }
+  case MR_KK_INLINE_DELETE_TABLE: {
+    char sql[192];
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE IF NOT EXISTS public.ducklake_inlined_delete_%lld(file_id BIGINT, "
+             "row_id BIGINT, begin_snapshot BIGINT)",
+             (long long)k->c[0]);
+    return exec(l, sql, err);
+  }
+  case MR_KK_INLINE_DELETE_ROW: {
+    const Moraine__V1__InlineDeleteRow *r = (const Moraine__V1__InlineDeleteRow *)m;
+    snprintf(name, sizeof name, "ducklake_inlined_delete_%lld", (long long)r->table_id);
+    rowbuf *b = buf_for(l, name, 3, err);
+    sql_value *v = b ? row_add(b, err) : NULL;
+    if (v == NULL)
+      return err->code;
+    l->total++;
+    rc = set_i64(&v[0], r->file_id, err);
+    if (!rc)
+      rc = set_i64(&v[1], r->row_id, err);
+    if (!rc)
+      rc = set_i64(&v[2], r->begin_snapshot, err);
+    return rc;
+  }
+  default:
+    break;
+  }
+  if (rc)
+    return rc;
+  /* every table whose home is this kind: the record itself, then children */
+  for (size_t i = 0; !rc && i < catalog_table_count(); i++) {
+    const catalog_table *tb = catalog_table_at(i);
+    if (tb->kind != k->kind)
+      continue;
+    if (tb->field == NULL) {
+      rc = emit(l, tb, m, NULL, err);
+    } else {
+      ProtobufCMessage **arr;
+      size_t n = cat_msg_nrep(m, tb->field, &arr);
+      for (size_t j = 0; !rc && j < n; j++)
+        rc = emit(l, tb, arr[j], m, err);
+    }
+  }
+  return rc;
+}
+
+static void bufs_free(load_ctx *l) {
+  for (size_t i = 0; i < l->nbufs; i++) {
+    rowbuf *b = &l->bufs[i];
+    for (size_t j = 0; j < b->nrows * b->ncols; j++)
+      free((char *)b->vals[j].data);
+    free(b->vals);
+    free(b->table);
+  }
+  free(l->bufs);
+}
+
+static mr_status count_snap(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr_error *err) {
+  (*(size_t *)ctx)++;
+  return MR_ERR_NOT_FOUND; /* one is enough */
+}
+
+mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
+  if (nrows)
+    *nrows = 0;
+  size_t nsnap = 0;
+  mr_status rc = store_list_snapshots(c->st, count_snap, &nsnap, err);
+  if (rc == MR_ERR_NOT_FOUND && nsnap > 0) {
+    mr_error_clear(err);
+    rc = MR_OK;
+  }
+  if (rc)
+    return rc;
+  if (nsnap == 0)
+    return MR_OK; /* empty store: DuckLake creates its tables on first ATTACH */
+  load_ctx l;
+  memset(&l, 0, sizeof l);
+  l.c = c;
+  for (size_t i = 0; !rc && i < catalog_table_count(); i++)
+    rc = exec(&l, catalog_table_at(i)->ddl, err);
+  static const mr_subspace order[] = {MR_SS_SNAPSHOT, MR_SS_CURRENT, MR_SS_HISTORY, MR_SS_INLINE,
+                                      MR_SS_SCHEMA_VERSION};
+  for (size_t i = 0; !rc && i < sizeof order / sizeof order[0]; i++)
+    rc = store_load_subspace(c->st, order[i], visit, &l, err);
+  for (size_t i = 0; !rc && i < l.nbufs; i++) {
+    rowbuf *b = &l.bufs[i];
+    sql_error se;
+    memset(&se, 0, sizeof se);
+    if (b->nrows && sql_engine_load_rows(c->e, "public", b->table, b->ncols, b->nrows, b->vals, &se))
+      rc = mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog load: %s: %s", b->table,
+                   se.base.msg);
+  }
+  if (!rc && nrows)
+    *nrows = l.total;
+  bufs_free(&l);
+  return rc;
+}

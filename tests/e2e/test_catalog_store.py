@@ -1,0 +1,224 @@
+"""End-to-end tests of the catalog layer: DuckLake through moraine with the
+catalog persisted in a SlateDB store (a temp folder), compared differentially
+against the same workload on a DuckDB-file DuckLake catalog at every
+snapshot, before and after a restart; and crash safety under SIGKILL.
+
+The binary is MORAINE_BIN (default build/src/cli/moraine).
+"""
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from conftest import connect
+from test_pg_front import Server
+
+TABLES = ["s1.t", "s1.big", "s1.v", "main.r", "main.r2"]
+
+# A DuckLake workload touching the catalog tables a user reaches first.
+WORKLOAD = [
+    "CREATE SCHEMA lake.s1",
+    "CREATE TABLE lake.s1.t(a INTEGER, b VARCHAR)",
+    "INSERT INTO lake.s1.t VALUES (1, 'one'), (2, 'two'), (3, NULL)",          # inlined
+    "INSERT INTO lake.s1.big SELECT i, 'v' || i FROM range(0, 3000) r(i)",      # Parquet
+    "UPDATE lake.s1.big SET b = 'upd' WHERE a < 5",
+    "DELETE FROM lake.s1.big WHERE a BETWEEN 100 AND 110",
+    "DELETE FROM lake.s1.t WHERE a = 2",
+    "ALTER TABLE lake.s1.t ADD COLUMN c BIGINT",
+    "INSERT INTO lake.s1.t VALUES (4, 'four', 44)",
+    "ALTER TABLE lake.s1.t RENAME COLUMN b TO bb",
+    "ALTER TABLE lake.s1.t DROP COLUMN c",
+    "CREATE VIEW lake.s1.v AS SELECT a FROM lake.s1.t",
+    "COMMENT ON TABLE lake.s1.t IS 'a table'",
+    "COMMENT ON COLUMN lake.s1.t.a IS 'a column'",
+    "CREATE TABLE lake.r(x INTEGER)",
+    "INSERT INTO lake.r VALUES (7)",
+    "ALTER TABLE lake.r RENAME TO r2",
+    "DROP TABLE lake.r2",
+    "CALL lake.set_option('parquet_compression', 'zstd')",
+]
+PRE = ["CREATE TABLE lake.s1.big(a INTEGER, b VARCHAR)"]
+
+
+def attach_moraine(server, data):
+    con = connect()
+    con.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake (DATA_PATH '{data}')")
+    return con
+
+
+def attach_file(path, data):
+    con = connect()
+    con.execute(f"ATTACH 'ducklake:{path}' AS lake (DATA_PATH '{data}')")
+    return con
+
+
+def run_workload(con):
+    stmts = WORKLOAD[:2] + PRE + WORKLOAD[2:]
+    for q in stmts:
+        con.execute(q)
+
+
+def state(con):
+    """Everything a client sees, per snapshot: table contents, snapshot log,
+    tables/columns/comments/options as DuckLake reports them."""
+    snaps = con.execute(
+        "SELECT snapshot_id, schema_version, changes::VARCHAR FROM lake.snapshots() ORDER BY 1"
+    ).fetchall()
+    out = {"snapshots": snaps}
+    for (sid, _, _) in snaps:
+        for t in TABLES:
+            try:
+                rows = con.execute(f"SELECT * FROM lake.{t} AT (VERSION => {sid}) ORDER BY ALL").fetchall()
+                out[(sid, t)] = rows
+            except Exception as e:  # absent at that snapshot
+                out[(sid, t)] = type(e).__name__
+    out["current_cols"] = con.execute(
+        "SELECT table_name, column_name, data_type, comment FROM duckdb_columns() "
+        "WHERE database_name = 'lake' ORDER BY ALL").fetchall()
+    out["current_tables"] = con.execute(
+        "SELECT schema_name, table_name, comment FROM duckdb_tables() "
+        "WHERE database_name = 'lake' ORDER BY ALL").fetchall()
+    out["options"] = con.execute(
+        "SELECT option_name, value, scope FROM lake.options() WHERE option_name = 'parquet_compression'"
+    ).fetchall()
+    return out
+
+
+@pytest.fixture
+def store(tmp_path):
+    return "file://" + str(tmp_path / "store")
+
+
+def test_workload_matches_file_catalog_and_survives_restart(tmp_path, store):
+    ref = attach_file(tmp_path / "ref.ducklake", tmp_path / "ref-data")
+    run_workload(ref)
+    expected = state(ref)
+    ref.close()
+    # the comparison is not vacuous: most (snapshot, table) pairs have rows
+    assert sum(1 for v in expected.values() if isinstance(v, list) and v) > 20
+
+    server = Server("--store", store)
+    try:
+        con = attach_moraine(server, tmp_path / "data")
+        run_workload(con)
+        got = state(con)
+        con.close()
+    finally:
+        assert server.stop() == 0
+    assert got == expected
+
+    # the catalog really comes back from the store
+    server = Server("--store", store)
+    try:
+        con = attach_moraine(server, tmp_path / "data")
+        again = state(con)
+        # and it is still writable after the load
+        con.execute("INSERT INTO lake.s1.t VALUES (9, 'nine')")
+        assert con.execute("SELECT count(*) FROM lake.s1.t WHERE a = 9").fetchone()[0] == 1
+        con.close()
+    finally:
+        assert server.stop() == 0
+    assert again == expected
+
+
+@pytest.mark.xfail(reason="inline/data_row is keyed (table, schema_version, row_id): an update of "
+                          "an inlined row keeps its row_id, so the old and new versions collide",
+                   strict=False)
+def test_update_of_inlined_row_survives_restart(tmp_path, store):
+    server = Server("--store", store)
+    try:
+        con = attach_moraine(server, tmp_path / "data")
+        con.execute("CREATE TABLE lake.t(a INTEGER, b VARCHAR)")
+        con.execute("INSERT INTO lake.t VALUES (1, 'x'), (2, 'y')")
+        con.execute("UPDATE lake.t SET b = 'z' WHERE a = 1")
+        before = con.execute("SELECT * FROM lake.t ORDER BY ALL").fetchall()
+        con.close()
+    finally:
+        server.stop()
+    server = Server("--store", store)
+    try:
+        con = attach_moraine(server, tmp_path / "data")
+        after = con.execute("SELECT * FROM lake.t ORDER BY ALL").fetchall()
+        con.close()
+    finally:
+        server.stop()
+    assert after == before
+
+
+def test_sigkill_keeps_every_acknowledged_commit(tmp_path, store):
+    server = Server("--store", store)
+    con = attach_moraine(server, tmp_path / "data")
+    con.execute("CREATE TABLE lake.k(i INTEGER)")
+    acked, attempted = [], []
+    stop = threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set():
+            attempted.append(i)
+            try:
+                con.execute(f"INSERT INTO lake.k VALUES ({i})")
+            except Exception:
+                return
+            acked.append(i)
+            i += 1
+
+    th = threading.Thread(target=writer)
+    th.start()
+    deadline = time.time() + 20
+    while len(acked) < 20 and time.time() < deadline:
+        time.sleep(0.05)
+    server.proc.send_signal(signal.SIGKILL)
+    server.proc.wait(timeout=30)
+    stop.set()
+    th.join(timeout=60)
+    try:
+        con.close()
+    except Exception:
+        pass
+    assert len(acked) >= 1
+
+    server = Server("--store", store)
+    try:
+        con = attach_moraine(server, tmp_path / "data")
+        rows = [r[0] for r in con.execute("SELECT i FROM lake.k ORDER BY i").fetchall()]
+        con.close()
+    finally:
+        assert server.stop() == 0
+    assert set(acked) <= set(rows), "an acknowledged commit was lost"
+    assert set(rows) <= set(attempted), "a row nobody wrote appeared"
+    assert rows == sorted(set(rows)), "a commit landed twice"
+
+
+def test_store_refused_exits_with_one_line():
+    import subprocess
+    from test_pg_front import MORAINE
+    r = subprocess.run([MORAINE, "serve", "--listen", "127.0.0.1:0", "--store", "bogus://x"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("moraine: "), r.stderr
+
+
+def test_fenced_server_stops_acknowledging_writes(tmp_path, store):
+    a = Server("--store", store)
+    try:
+        con = attach_moraine(a, tmp_path / "data")
+        con.execute("CREATE TABLE lake.f(i INTEGER)")
+        b = Server("--store", store)  # fences a
+        try:
+            with pytest.raises(Exception):
+                for i in range(3):
+                    con.execute(f"INSERT INTO lake.f VALUES ({i})")
+            with pytest.raises(Exception):
+                con.execute("INSERT INTO lake.f VALUES (100)")
+        finally:
+            b.stop()
+        try:
+            con.close()
+        except Exception:
+            pass
+    finally:
+        a.stop()
