@@ -62,6 +62,7 @@ fuzz: deps
 
 bench: build
 	build/bench/store/bench_store
+	$(PY) bench/catalogs.py
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -331,7 +331,13 @@ void pg_encode_binary(sql_strbuf *b, const pg_coltype *ct, duckdb_vector vec, ui
   }
   case DUCKDB_TYPE_DATE: {
     int32_t d = ((duckdb_date *)data)[row].days;
-    int32_t pg = d == INT32_MAX ? INT32_MAX : d <= -INT32_MAX ? INT32_MIN : d - PG_EPOCH_DAYS;
+    /* +-infinity map to PostgreSQL's; finite days shift in 64 bits so the
+     * epoch change cannot overflow near the low end of the range. */
+    int64_t shifted = (int64_t)d - PG_EPOCH_DAYS;
+    int32_t pg = d == INT32_MAX    ? INT32_MAX
+                 : d <= -INT32_MAX ? INT32_MIN
+                 : shifted <= -INT32_MAX ? -INT32_MAX
+                                         : (int32_t)shifted;
     sql_strbuf_add_be32(b, 4);
     sql_strbuf_add_be32(b, (uint32_t)pg);
     return;
