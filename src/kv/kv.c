@@ -67,8 +67,7 @@ static mr_status status_of(int code) {
 }
 
 /* Turns a binding result into an mr_status, recording "op: message". */
-static mr_status done(int code, const char *msg, const char *op,
-                      mr_error *err) {
+static mr_status done(int code, const char *msg, const char *op, mr_error *err) {
   if (code == SDB_OK)
     return MR_OK;
   return mr_fail(err, status_of(code), "%s: %s", op, msg);
@@ -95,14 +94,12 @@ static mr_status refuse_if_children(kv_db *db, const char *op, mr_error *err) {
   if (n == 0)
     return MR_OK;
   return mr_fail(err, MR_ERR_INVALID,
-                 "%s: %d iterator(s), snapshot(s) or transaction(s) still open",
-                 op, n);
+                 "%s: %d iterator(s), snapshot(s) or transaction(s) still open", op, n);
 }
 
 /* ---- open / close ------------------------------------------------------ */
 
-mr_status kv_open(const char *url, const kv_open_options *opts, kv_db **out,
-                  mr_error *err) {
+mr_status kv_open(const char *url, const kv_open_options *opts, kv_db **out, mr_error *err) {
   if (out == NULL)
     return mr_fail(err, MR_ERR_INVALID, "kv_open: NULL out");
   *out = NULL;
@@ -145,7 +142,9 @@ mr_status kv_close(kv_db *db, mr_error *err) {
   return done(rc, msg, "kv_close", err);
 }
 
-int kv_is_read_only(const kv_db *db) { return db->read_only; }
+int kv_is_read_only(const kv_db *db) {
+  return db->read_only;
+}
 
 mr_status kv_flush(kv_db *db, mr_error *err) {
   char msg[MR_ERROR_MSG_MAX];
@@ -178,15 +177,14 @@ void kv_stats_reset(kv_db *db) {
 /* ---- point reads ------------------------------------------------------- */
 
 /* Shared tail of the three gets: checks outputs, counts, maps the result. */
-static mr_status finish_get(kv_db *db, int rc, const char *msg, size_t klen,
-                            size_t vlen, const char *op, mr_error *err) {
+static mr_status finish_get(kv_db *db, int rc, const char *msg, size_t klen, size_t vlen,
+                            const char *op, mr_error *err) {
   mr_status st = done(rc, msg, op, err);
   count_get(db, st, klen, vlen);
   return st;
 }
 
-mr_status kv_get(kv_db *db, const void *key, size_t klen, void **val,
-                 size_t *vlen, mr_error *err) {
+mr_status kv_get(kv_db *db, const void *key, size_t klen, void **val, size_t *vlen, mr_error *err) {
   if (val == NULL || vlen == NULL)
     return mr_fail(err, MR_ERR_INVALID, "kv_get: NULL output");
   *val = NULL;
@@ -196,13 +194,14 @@ mr_status kv_get(kv_db *db, const void *key, size_t klen, void **val,
   return finish_get(db, rc, msg, klen, *vlen, "kv_get", err);
 }
 
-void kv_free(void *p) { free(p); }
+void kv_free(void *p) {
+  free(p);
+}
 
 /* ---- scans ------------------------------------------------------------- */
 
 /* Wraps a freshly opened binding iterator, or frees it on NOMEM. */
-static mr_status wrap_iter(kv_db *db, sdb_iter *h, kv_iter **out,
-                           mr_error *err) {
+static mr_status wrap_iter(kv_db *db, sdb_iter *h, kv_iter **out, mr_error *err) {
   kv_iter *it = malloc(sizeof *it);
   if (it == NULL) {
     sdb_iter_free(h);
@@ -215,9 +214,8 @@ static mr_status wrap_iter(kv_db *db, sdb_iter *h, kv_iter **out,
   return MR_OK;
 }
 
-mr_status kv_iter_open(kv_db *db, const void *start, size_t start_len,
-                       const void *end, size_t end_len, kv_iter **out,
-                       mr_error *err) {
+mr_status kv_iter_open(kv_db *db, const void *start, size_t start_len, const void *end,
+                       size_t end_len, kv_iter **out, mr_error *err) {
   if (out == NULL)
     return mr_fail(err, MR_ERR_INVALID, "kv_iter_open: NULL out");
   *out = NULL;
@@ -229,16 +227,15 @@ mr_status kv_iter_open(kv_db *db, const void *start, size_t start_len,
   return wrap_iter(db, h, out, err);
 }
 
-mr_status kv_iter_next(kv_iter *it, const void **key, size_t *klen,
-                       const void **val, size_t *vlen, mr_error *err) {
+mr_status kv_iter_next(kv_iter *it, const void **key, size_t *klen, const void **val, size_t *vlen,
+                       mr_error *err) {
   char msg[MR_ERROR_MSG_MAX];
-  int rc = sdb_iter_next(it->h, (const uint8_t **)key, klen,
-                         (const uint8_t **)val, vlen, msg, sizeof msg);
+  int rc = sdb_iter_next(it->h, (const uint8_t **)key, klen, (const uint8_t **)val, vlen, msg,
+                         sizeof msg);
   if (rc != SDB_OK)
     return done(rc, msg, "kv_iter_next", err);
   atomic_fetch_add_explicit(&it->db->keys_read, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&it->db->bytes_read, *klen + *vlen,
-                            memory_order_relaxed);
+  atomic_fetch_add_explicit(&it->db->bytes_read, *klen + *vlen, memory_order_relaxed);
   return MR_OK;
 }
 
@@ -264,8 +261,8 @@ mr_status kv_batch_new(kv_batch **out, mr_error *err) {
   return MR_OK;
 }
 
-mr_status kv_batch_put(kv_batch *b, const void *key, size_t klen,
-                       const void *val, size_t vlen, mr_error *err) {
+mr_status kv_batch_put(kv_batch *b, const void *key, size_t klen, const void *val, size_t vlen,
+                       mr_error *err) {
   char msg[MR_ERROR_MSG_MAX];
   int rc = sdb_batch_put(b->h, key, klen, val, vlen, msg, sizeof msg);
   if (rc == SDB_OK)
@@ -273,8 +270,7 @@ mr_status kv_batch_put(kv_batch *b, const void *key, size_t klen,
   return done(rc, msg, "kv_batch_put", err);
 }
 
-mr_status kv_batch_delete(kv_batch *b, const void *key, size_t klen,
-                          mr_error *err) {
+mr_status kv_batch_delete(kv_batch *b, const void *key, size_t klen, mr_error *err) {
   char msg[MR_ERROR_MSG_MAX];
   int rc = sdb_batch_delete(b->h, key, klen, msg, sizeof msg);
   if (rc == SDB_OK)
@@ -282,7 +278,9 @@ mr_status kv_batch_delete(kv_batch *b, const void *key, size_t klen,
   return done(rc, msg, "kv_batch_delete", err);
 }
 
-size_t kv_batch_count(const kv_batch *b) { return b->ops; }
+size_t kv_batch_count(const kv_batch *b) {
+  return b->ops;
+}
 
 void kv_batch_free(kv_batch *b) {
   if (b == NULL)
@@ -317,28 +315,25 @@ mr_status kv_snapshot_open(kv_db *db, kv_snapshot **out, mr_error *err) {
   return MR_OK;
 }
 
-mr_status kv_snapshot_get(kv_snapshot *s, const void *key, size_t klen,
-                          void **val, size_t *vlen, mr_error *err) {
+mr_status kv_snapshot_get(kv_snapshot *s, const void *key, size_t klen, void **val, size_t *vlen,
+                          mr_error *err) {
   if (val == NULL || vlen == NULL)
     return mr_fail(err, MR_ERR_INVALID, "kv_snapshot_get: NULL output");
   *val = NULL;
   *vlen = 0;
   char msg[MR_ERROR_MSG_MAX];
-  int rc =
-      sdb_snapshot_get(s->h, key, klen, (uint8_t **)val, vlen, msg, sizeof msg);
+  int rc = sdb_snapshot_get(s->h, key, klen, (uint8_t **)val, vlen, msg, sizeof msg);
   return finish_get(s->db, rc, msg, klen, *vlen, "kv_snapshot_get", err);
 }
 
-mr_status kv_snapshot_iter(kv_snapshot *s, const void *start, size_t start_len,
-                           const void *end, size_t end_len, kv_iter **out,
-                           mr_error *err) {
+mr_status kv_snapshot_iter(kv_snapshot *s, const void *start, size_t start_len, const void *end,
+                           size_t end_len, kv_iter **out, mr_error *err) {
   if (out == NULL)
     return mr_fail(err, MR_ERR_INVALID, "kv_snapshot_iter: NULL out");
   *out = NULL;
   char msg[MR_ERROR_MSG_MAX];
   sdb_iter *h = NULL;
-  int rc = sdb_snapshot_scan(s->h, start, start_len, end, end_len, &h, msg,
-                             sizeof msg);
+  int rc = sdb_snapshot_scan(s->h, start, start_len, end, end_len, &h, msg, sizeof msg);
   if (rc != SDB_OK)
     return done(rc, msg, "kv_snapshot_iter", err);
   return wrap_iter(s->db, h, out, err);
@@ -373,8 +368,8 @@ mr_status kv_txn_begin(kv_db *db, kv_txn **out, mr_error *err) {
   return MR_OK;
 }
 
-mr_status kv_txn_get(kv_txn *t, const void *key, size_t klen, void **val,
-                     size_t *vlen, mr_error *err) {
+mr_status kv_txn_get(kv_txn *t, const void *key, size_t klen, void **val, size_t *vlen,
+                     mr_error *err) {
   if (val == NULL || vlen == NULL)
     return mr_fail(err, MR_ERR_INVALID, "kv_txn_get: NULL output");
   *val = NULL;
@@ -384,30 +379,27 @@ mr_status kv_txn_get(kv_txn *t, const void *key, size_t klen, void **val,
   return finish_get(t->db, rc, msg, klen, *vlen, "kv_txn_get", err);
 }
 
-mr_status kv_txn_iter(kv_txn *t, const void *start, size_t start_len,
-                      const void *end, size_t end_len, kv_iter **out,
-                      mr_error *err) {
+mr_status kv_txn_iter(kv_txn *t, const void *start, size_t start_len, const void *end,
+                      size_t end_len, kv_iter **out, mr_error *err) {
   if (out == NULL)
     return mr_fail(err, MR_ERR_INVALID, "kv_txn_iter: NULL out");
   *out = NULL;
   char msg[MR_ERROR_MSG_MAX];
   sdb_iter *h = NULL;
-  int rc =
-      sdb_txn_scan(t->h, start, start_len, end, end_len, &h, msg, sizeof msg);
+  int rc = sdb_txn_scan(t->h, start, start_len, end, end_len, &h, msg, sizeof msg);
   if (rc != SDB_OK)
     return done(rc, msg, "kv_txn_iter", err);
   return wrap_iter(t->db, h, out, err);
 }
 
-mr_status kv_txn_put(kv_txn *t, const void *key, size_t klen, const void *val,
-                     size_t vlen, mr_error *err) {
+mr_status kv_txn_put(kv_txn *t, const void *key, size_t klen, const void *val, size_t vlen,
+                     mr_error *err) {
   char msg[MR_ERROR_MSG_MAX];
   int rc = sdb_txn_put(t->h, key, klen, val, vlen, msg, sizeof msg);
   return done(rc, msg, "kv_txn_put", err);
 }
 
-mr_status kv_txn_delete(kv_txn *t, const void *key, size_t klen,
-                        mr_error *err) {
+mr_status kv_txn_delete(kv_txn *t, const void *key, size_t klen, mr_error *err) {
   char msg[MR_ERROR_MSG_MAX];
   int rc = sdb_txn_delete(t->h, key, klen, msg, sizeof msg);
   return done(rc, msg, "kv_txn_delete", err);

@@ -84,10 +84,10 @@ typedef enum kv_extractor {
 #define KV_DEFAULT_WAL_FLUSH_MS 10
 
 typedef struct kv_open_options {
-  int read_only;         /* 1: open a read-only reader (SlateDB DbReader) */
-  uint32_t wal_flush_ms; /* writer: WAL flush interval, 0 = default above */
-  uint32_t poll_ms;      /* reader: background catch-up interval,
-                            0 = SlateDB's default (10 s) */
+  int read_only;                   /* 1: open a read-only reader (SlateDB DbReader) */
+  uint32_t wal_flush_ms;           /* writer: WAL flush interval, 0 = default above */
+  uint32_t poll_ms;                /* reader: background catch-up interval,
+                                      0 = SlateDB's default (10 s) */
   kv_extractor extractor_override; /* TESTS ONLY; 0 = the real extractor */
 } kv_open_options;
 
@@ -147,8 +147,8 @@ void kv_stats_reset(kv_db *db);
  * caller and freed with kv_free. On MR_ERR_NOT_FOUND, or any error, *val is
  * NULL and *vlen 0. key is only read during the call.
  */
-mr_status kv_get(kv_db *db, const void *key, size_t klen, void **val,
-                 size_t *vlen, mr_error *err) MR_MUST_CHECK;
+mr_status kv_get(kv_db *db, const void *key, size_t klen, void **val, size_t *vlen,
+                 mr_error *err) MR_MUST_CHECK;
 
 /* Frees a value returned by a kv_*_get. p may be NULL. */
 void kv_free(void *p);
@@ -161,9 +161,8 @@ void kv_free(void *p);
  * or end <= start, scans nothing. The bounds are copied. On MR_OK *out is a
  * new iterator the caller releases with kv_iter_close.
  */
-mr_status kv_iter_open(kv_db *db, const void *start, size_t start_len,
-                       const void *end, size_t end_len, kv_iter **out,
-                       mr_error *err) MR_MUST_CHECK;
+mr_status kv_iter_open(kv_db *db, const void *start, size_t start_len, const void *end,
+                       size_t end_len, kv_iter **out, mr_error *err) MR_MUST_CHECK;
 
 /*
  * Advances it. On MR_OK *key and *val point to the next entry; both pointers
@@ -171,8 +170,7 @@ mr_status kv_iter_open(kv_db *db, const void *start, size_t start_len,
  * kv_iter_close. Returns MR_ERR_NOT_FOUND once the range is exhausted (and
  * keeps returning it).
  */
-mr_status kv_iter_next(kv_iter *it, const void **key, size_t *klen,
-                       const void **val, size_t *vlen,
+mr_status kv_iter_next(kv_iter *it, const void **key, size_t *klen, const void **val, size_t *vlen,
                        mr_error *err) MR_MUST_CHECK;
 
 /* Closes and frees it. it may be NULL. */
@@ -184,13 +182,11 @@ void kv_iter_close(kv_iter *it);
 mr_status kv_batch_new(kv_batch **out, mr_error *err) MR_MUST_CHECK;
 
 /* Adds a put (key and value are copied); a later op on the same key wins. */
-mr_status kv_batch_put(kv_batch *b, const void *key, size_t klen,
-                       const void *val, size_t vlen,
+mr_status kv_batch_put(kv_batch *b, const void *key, size_t klen, const void *val, size_t vlen,
                        mr_error *err) MR_MUST_CHECK;
 
 /* Adds a delete (key is copied). */
-mr_status kv_batch_delete(kv_batch *b, const void *key, size_t klen,
-                          mr_error *err) MR_MUST_CHECK;
+mr_status kv_batch_delete(kv_batch *b, const void *key, size_t klen, mr_error *err) MR_MUST_CHECK;
 
 /* Number of puts and deletes added to b. */
 size_t kv_batch_count(const kv_batch *b);
@@ -210,18 +206,15 @@ mr_status kv_write(kv_db *db, const kv_batch *b, mr_error *err) MR_MUST_CHECK;
  * Pins the current durable state of db: later writes stay invisible to it.
  * On MR_OK *out is released with kv_snapshot_close.
  */
-mr_status kv_snapshot_open(kv_db *db, kv_snapshot **out,
-                           mr_error *err) MR_MUST_CHECK;
+mr_status kv_snapshot_open(kv_db *db, kv_snapshot **out, mr_error *err) MR_MUST_CHECK;
 
 /* As kv_get, at the snapshot. */
-mr_status kv_snapshot_get(kv_snapshot *s, const void *key, size_t klen,
-                          void **val, size_t *vlen,
+mr_status kv_snapshot_get(kv_snapshot *s, const void *key, size_t klen, void **val, size_t *vlen,
                           mr_error *err) MR_MUST_CHECK;
 
 /* As kv_iter_open, at the snapshot; the iterator may outlive s. */
-mr_status kv_snapshot_iter(kv_snapshot *s, const void *start, size_t start_len,
-                           const void *end, size_t end_len, kv_iter **out,
-                           mr_error *err) MR_MUST_CHECK;
+mr_status kv_snapshot_iter(kv_snapshot *s, const void *start, size_t start_len, const void *end,
+                           size_t end_len, kv_iter **out, mr_error *err) MR_MUST_CHECK;
 
 /* Releases s. s may be NULL. */
 void kv_snapshot_close(kv_snapshot *s);
@@ -236,20 +229,18 @@ void kv_snapshot_close(kv_snapshot *s);
 mr_status kv_txn_begin(kv_db *db, kv_txn **out, mr_error *err) MR_MUST_CHECK;
 
 /* As kv_get, inside the transaction. */
-mr_status kv_txn_get(kv_txn *t, const void *key, size_t klen, void **val,
-                     size_t *vlen, mr_error *err) MR_MUST_CHECK;
+mr_status kv_txn_get(kv_txn *t, const void *key, size_t klen, void **val, size_t *vlen,
+                     mr_error *err) MR_MUST_CHECK;
 
 /* As kv_iter_open, inside the transaction (its own writes included, as of
  * the moment the iterator opens). */
-mr_status kv_txn_iter(kv_txn *t, const void *start, size_t start_len,
-                      const void *end, size_t end_len, kv_iter **out,
-                      mr_error *err) MR_MUST_CHECK;
+mr_status kv_txn_iter(kv_txn *t, const void *start, size_t start_len, const void *end,
+                      size_t end_len, kv_iter **out, mr_error *err) MR_MUST_CHECK;
 
 /* Buffers a put / delete in the transaction (copied). */
-mr_status kv_txn_put(kv_txn *t, const void *key, size_t klen, const void *val,
-                     size_t vlen, mr_error *err) MR_MUST_CHECK;
-mr_status kv_txn_delete(kv_txn *t, const void *key, size_t klen,
-                        mr_error *err) MR_MUST_CHECK;
+mr_status kv_txn_put(kv_txn *t, const void *key, size_t klen, const void *val, size_t vlen,
+                     mr_error *err) MR_MUST_CHECK;
+mr_status kv_txn_delete(kv_txn *t, const void *key, size_t klen, mr_error *err) MR_MUST_CHECK;
 
 /*
  * Commits t durably and frees it, whatever the status. MR_ERR_CONFLICT: a

@@ -64,35 +64,32 @@ int sdb_refresh(sdb_db *db, char *msg, size_t cap);
  * empty value) that the caller releases with free(); on SDB_NOT_FOUND
  * *val is NULL.
  */
-int sdb_get(sdb_db *db, const uint8_t *key, size_t klen, uint8_t **val,
-            size_t *vlen, char *msg, size_t cap);
-int sdb_snapshot_get(sdb_snapshot *s, const uint8_t *key, size_t klen,
-                     uint8_t **val, size_t *vlen, char *msg, size_t cap);
-int sdb_txn_get(sdb_txn *t, const uint8_t *key, size_t klen, uint8_t **val,
-                size_t *vlen, char *msg, size_t cap);
+int sdb_get(sdb_db *db, const uint8_t *key, size_t klen, uint8_t **val, size_t *vlen, char *msg,
+            size_t cap);
+int sdb_snapshot_get(sdb_snapshot *s, const uint8_t *key, size_t klen, uint8_t **val, size_t *vlen,
+                     char *msg, size_t cap);
+int sdb_txn_get(sdb_txn *t, const uint8_t *key, size_t klen, uint8_t **val, size_t *vlen, char *msg,
+                size_t cap);
 
 /*
  * Ascending scans of [start, end). A NULL bound is unbounded; an empty start
  * is unbounded; an empty end, or end <= start, gives an empty iterator.
  */
-int sdb_scan(sdb_db *db, const uint8_t *start, size_t slen, const uint8_t *end,
-             size_t elen, sdb_iter **out, char *msg, size_t cap);
-int sdb_snapshot_scan(sdb_snapshot *s, const uint8_t *start, size_t slen,
-                      const uint8_t *end, size_t elen, sdb_iter **out,
-                      char *msg, size_t cap);
-int sdb_txn_scan(sdb_txn *t, const uint8_t *start, size_t slen,
-                 const uint8_t *end, size_t elen, sdb_iter **out, char *msg,
-                 size_t cap);
+int sdb_scan(sdb_db *db, const uint8_t *start, size_t slen, const uint8_t *end, size_t elen,
+             sdb_iter **out, char *msg, size_t cap);
+int sdb_snapshot_scan(sdb_snapshot *s, const uint8_t *start, size_t slen, const uint8_t *end,
+                      size_t elen, sdb_iter **out, char *msg, size_t cap);
+int sdb_txn_scan(sdb_txn *t, const uint8_t *start, size_t slen, const uint8_t *end, size_t elen,
+                 sdb_iter **out, char *msg, size_t cap);
 /* Key/value pointers stay valid until the next sdb_iter_next or free. */
-int sdb_iter_next(sdb_iter *it, const uint8_t **key, size_t *klen,
-                  const uint8_t **val, size_t *vlen, char *msg, size_t cap);
+int sdb_iter_next(sdb_iter *it, const uint8_t **key, size_t *klen, const uint8_t **val,
+                  size_t *vlen, char *msg, size_t cap);
 void sdb_iter_free(sdb_iter *it);
 
 sdb_batch *sdb_batch_new(void);
-int sdb_batch_put(sdb_batch *b, const uint8_t *key, size_t klen,
-                  const uint8_t *val, size_t vlen, char *msg, size_t cap);
-int sdb_batch_delete(sdb_batch *b, const uint8_t *key, size_t klen, char *msg,
-                     size_t cap);
+int sdb_batch_put(sdb_batch *b, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen,
+                  char *msg, size_t cap);
+int sdb_batch_delete(sdb_batch *b, const uint8_t *key, size_t klen, char *msg, size_t cap);
 void sdb_batch_free(sdb_batch *b);
 /* Durable when it returns SDB_OK; the batch is not modified. */
 int sdb_write(sdb_db *db, const sdb_batch *b, char *msg, size_t cap);
@@ -101,10 +98,9 @@ int sdb_snapshot_open(sdb_db *db, sdb_snapshot **out, char *msg, size_t cap);
 void sdb_snapshot_free(sdb_snapshot *s);
 
 int sdb_txn_begin(sdb_db *db, sdb_txn **out, char *msg, size_t cap);
-int sdb_txn_put(sdb_txn *t, const uint8_t *key, size_t klen, const uint8_t *val,
-                size_t vlen, char *msg, size_t cap);
-int sdb_txn_delete(sdb_txn *t, const uint8_t *key, size_t klen, char *msg,
-                   size_t cap);
+int sdb_txn_put(sdb_txn *t, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen,
+                char *msg, size_t cap);
+int sdb_txn_delete(sdb_txn *t, const uint8_t *key, size_t klen, char *msg, size_t cap);
 /* Both end the transaction and free t whatever the result. */
 int sdb_txn_commit(sdb_txn *t, char *msg, size_t cap);
 void sdb_txn_rollback(sdb_txn *t);

@@ -124,8 +124,8 @@ static void del(kv_db *db, const char *k) {
   kv_batch_free(b);
 }
 
-static void check_value(mr_status rc, const mr_error *err, void *val,
-                        size_t vlen, const char *k, const char *want) {
+static void check_value(mr_status rc, const mr_error *err, void *val, size_t vlen, const char *k,
+                        const char *want) {
   if (rc != MR_OK)
     fail_msg("get %s: %s", k, err->msg);
   assert_non_null(val);
@@ -146,8 +146,7 @@ static void want_absent(kv_db *db, const char *k) {
   void *val = (void *)1;
   size_t vlen = 1;
   mr_error err;
-  assert_int_equal(kv_get(db, k, strlen(k), &val, &vlen, &err),
-                   MR_ERR_NOT_FOUND);
+  assert_int_equal(kv_get(db, k, strlen(k), &val, &vlen, &err), MR_ERR_NOT_FOUND);
   assert_null(val);
   assert_int_equal(vlen, 0);
   assert_int_equal(err.code, MR_ERR_NOT_FOUND);
@@ -162,8 +161,8 @@ static void drain(kv_iter *it, char *out, size_t cap) {
   size_t n = 0;
   out[0] = '\0';
   while ((rc = kv_iter_next(it, &k, &kl, &v, &vl, &err)) == MR_OK) {
-    int w = snprintf(out + n, cap - n, "%s%.*s=%.*s", n ? "," : "", (int)kl,
-                     (const char *)k, (int)vl, (const char *)v);
+    int w = snprintf(out + n, cap - n, "%s%.*s=%.*s", n ? "," : "", (int)kl, (const char *)k,
+                     (int)vl, (const char *)v);
     assert_true(w > 0 && (size_t)w < cap - n);
     n += (size_t)w;
   }
@@ -175,12 +174,11 @@ static void drain(kv_iter *it, char *out, size_t cap) {
 }
 
 /* Scans db over [start, end) (NULL = unbounded) into out. */
-static void scan(kv_db *db, const char *start, const char *end, char *out,
-                 size_t cap) {
+static void scan(kv_db *db, const char *start, const char *end, char *out, size_t cap) {
   kv_iter *it = NULL;
   mr_error err;
-  mr_status rc = kv_iter_open(db, start, start ? strlen(start) : 0, end,
-                              end ? strlen(end) : 0, &it, &err);
+  mr_status rc =
+      kv_iter_open(db, start, start ? strlen(start) : 0, end, end ? strlen(end) : 0, &it, &err);
   if (rc != MR_OK)
     fail_msg("kv_iter_open: %s", err.msg);
   drain(it, out, cap);
@@ -306,8 +304,7 @@ static void snapshot_ignores_later_writes(void **state) {
   size_t vlen = 0;
   mr_status rc = kv_snapshot_get(s, "s/1", 3, &val, &vlen, &err);
   check_value(rc, &err, val, vlen, "s/1", "v1");
-  assert_int_equal(kv_snapshot_get(s, "s/2", 3, &val, &vlen, &err),
-                   MR_ERR_NOT_FOUND);
+  assert_int_equal(kv_snapshot_get(s, "s/2", 3, &val, &vlen, &err), MR_ERR_NOT_FOUND);
 
   kv_iter *it = NULL;
   assert_int_equal(kv_snapshot_iter(s, "s/", 2, "s0", 2, &it, &err), MR_OK);
@@ -475,8 +472,7 @@ static void reopen_persists(void **state) {
 
 /* Creates a store with extractor `made`, then opens it as writer and reader
  * with the real extractor: both must refuse, naming what the store has. */
-static void want_refused(const char *name, kv_extractor made,
-                         const char *found) {
+static void want_refused(const char *name, kv_extractor made, const char *found) {
   char url[4200];
   store_url(url, sizeof url, name);
   kv_open_options o = {.extractor_override = made};
