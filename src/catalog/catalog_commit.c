@@ -418,6 +418,12 @@ static mr_status do_inline_row(txn *t, const sql_change_batch *b, size_t row, in
     mr_value_free(&m->base);
     return rc;
   }
+  /*
+   * Keyed (T, V, row_id, begin_snapshot): an UPDATE of an inlined row ends
+   * the old version and inserts a new one with the same row_id, so each
+   * version is its own key. Ending a version (UPDATE SET end_snapshot) sends
+   * the full new row, whose begin_snapshot names the version it overwrites.
+   */
   mr_key k;
   cat_key_from_msg(MR_KK_INLINE_ROW, &m->base, &k);
   if (b->op == SQL_CHANGE_DELETE) {

@@ -11,14 +11,16 @@
 #include <string.h>
 
 /* Rows the encoding cannot express are compile errors, not runtime ones. */
-#define MR_KEY_ROW_CHECK(id, ss, ord, text, n, c0, c1, c2, fl)                 \
-  _Static_assert((n) <= 3 && (ord) >= -1 && (ord) <= 253, #id ": bad row");
+#define MR_KEY_ROW_CHECK(id, ss, ord, text, n, c0, c1, c2, c3, fl)             \
+  _Static_assert((n) + (((fl) & MR_KF_VERSIONED) ? 1 : 0) <= MR_KEY_MAX_COMP &&  \
+                     (ord) >= -1 && (ord) <= 253,                              \
+                 #id ": bad row");
 MR_KEY_KIND_TABLE(MR_KEY_ROW_CHECK)
 #undef MR_KEY_ROW_CHECK
 
 static const mr_key_kind_info kind_info[MR_KK_COUNT] = {
-#define MR_KEY_ROW_INFO(id, ss, ord, text, n, c0, c1, c2, fl)                  \
-  {MR_KK_##id, MR_SS_##ss, ord, text, n, {c0, c1, c2}, fl},
+#define MR_KEY_ROW_INFO(id, ss, ord, text, n, c0, c1, c2, c3, fl)              \
+  {MR_KK_##id, MR_SS_##ss, ord, text, n, {c0, c1, c2, c3}, fl},
     MR_KEY_KIND_TABLE(MR_KEY_ROW_INFO)
 #undef MR_KEY_ROW_INFO
 };

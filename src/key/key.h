@@ -53,68 +53,76 @@ typedef enum mr_subspace {
 #define MR_KF_HAS_NAME 0x4u     /* carries the exact_name string (name kind) */
 
 /*
- * X(id, subspace, kind_ordinal, text, ncomp, c0, c1, c2, flags)
+ * X(id, subspace, kind_ordinal, text, ncomp, c0, c1, c2, c3, flags)
  *
  * kind_ordinal is the kind byte's ordinal within its subspace, or -1 where
  * the subspace has no kind level (snapshot, schema_version, changelog,
  * name, delete_target: the components follow the subspace byte directly).
  * text is the kind's name within its subspace; a key's printed path is
  * "<subspace>/<text>", or just "<subspace>" where there is no kind byte.
- * c0..c2 name the u64 components (NULL past ncomp). The name kind's layout
+ * c0..c3 name the u64 components (NULL past ncomp). A kind declares at most
+ * MR_KEY_MAX_COMP components counting a versioned kind's end_snapshot, so a
+ * versioned kind has at most 3 (only inline/data_row, unversioned, has 4:
+ * every version of an inlined row is its own key). The name kind's layout
  * is (name_kind enum byte, parent_id, exact_name, entity_id): its name_kind
  * is stored in c0, parent_id in c1, entity_id in c2, and the string beside.
  * The index subspace is reserved (RFC 0016): it has no kinds yet.
  */
 #define MR_KEY_KIND_TABLE(X)                                                   \
-  X(SYS_FORMAT, SYSTEM, 0, "format", 0, NULL, NULL, NULL, 0)                   \
-  X(SYS_HEAD, SYSTEM, 1, "head", 0, NULL, NULL, NULL, 0)                       \
-  X(SYS_MIGRATION, SYSTEM, 2, "migration", 0, NULL, NULL, NULL, 0)             \
-  X(SYS_MAINTENANCE, SYSTEM, 3, "maintenance_status", 0, NULL, NULL, NULL, 0)  \
-  X(SNAPSHOT, SNAPSHOT, -1, "snapshot", 1, "snapshot_id", NULL, NULL, 0)       \
-  X(SCHEMA, CURRENT, 0, "schema", 1, "schema_id", NULL, NULL, MR_KF_VERSIONED) \
-  X(TABLE, CURRENT, 1, "table", 1, "table_id", NULL, NULL,                     \
+  X(SYS_FORMAT, SYSTEM, 0, "format", 0, NULL, NULL, NULL, NULL, 0)             \
+  X(SYS_HEAD, SYSTEM, 1, "head", 0, NULL, NULL, NULL, NULL, 0)                 \
+  X(SYS_MIGRATION, SYSTEM, 2, "migration", 0, NULL, NULL, NULL, NULL, 0)       \
+  X(SYS_MAINTENANCE, SYSTEM, 3, "maintenance_status", 0, NULL, NULL, NULL,     \
+    NULL, 0)                                                                   \
+  X(SNAPSHOT, SNAPSHOT, -1, "snapshot", 1, "snapshot_id", NULL, NULL, NULL, 0) \
+  X(SCHEMA, CURRENT, 0, "schema", 1, "schema_id", NULL, NULL, NULL,            \
+    MR_KF_VERSIONED)                                                           \
+  X(TABLE, CURRENT, 1, "table", 1, "table_id", NULL, NULL, NULL,               \
     MR_KF_VERSIONED | MR_KF_TABLE_SCOPED)                                      \
-  X(VIEW, CURRENT, 2, "view", 1, "view_id", NULL, NULL, MR_KF_VERSIONED)       \
-  X(MACRO, CURRENT, 3, "macro", 1, "macro_id", NULL, NULL, MR_KF_VERSIONED)    \
-  X(COLUMN, CURRENT, 4, "column", 2, "table_id", "column_id", NULL,            \
+  X(VIEW, CURRENT, 2, "view", 1, "view_id", NULL, NULL, NULL, MR_KF_VERSIONED) \
+  X(MACRO, CURRENT, 3, "macro", 1, "macro_id", NULL, NULL, NULL,               \
+    MR_KF_VERSIONED)                                                           \
+  X(COLUMN, CURRENT, 4, "column", 2, "table_id", "column_id", NULL, NULL,      \
     MR_KF_VERSIONED | MR_KF_TABLE_SCOPED)                                      \
   X(PARTITION, CURRENT, 5, "partition", 2, "table_id", "partition_id", NULL,   \
+    NULL, MR_KF_VERSIONED | MR_KF_TABLE_SCOPED)                                \
+  X(SORT, CURRENT, 6, "sort", 2, "table_id", "sort_id", NULL, NULL,            \
     MR_KF_VERSIONED | MR_KF_TABLE_SCOPED)                                      \
-  X(SORT, CURRENT, 6, "sort", 2, "table_id", "sort_id", NULL,                  \
-    MR_KF_VERSIONED | MR_KF_TABLE_SCOPED)                                      \
-  X(FILE, CURRENT, 7, "file", 2, "table_id", "data_file_id", NULL,             \
+  X(FILE, CURRENT, 7, "file", 2, "table_id", "data_file_id", NULL, NULL,       \
     MR_KF_VERSIONED | MR_KF_TABLE_SCOPED)                                      \
   X(DELFILE, CURRENT, 8, "delfile", 2, "table_id", "delete_file_id", NULL,     \
-    MR_KF_VERSIONED | MR_KF_TABLE_SCOPED)                                      \
-  X(MAPPING, CURRENT, 9, "mapping", 2, "table_id", "mapping_id", NULL,         \
+    NULL, MR_KF_VERSIONED | MR_KF_TABLE_SCOPED)                                \
+  X(MAPPING, CURRENT, 9, "mapping", 2, "table_id", "mapping_id", NULL, NULL,   \
     MR_KF_TABLE_SCOPED)                                                        \
   X(FSTAT, CURRENT, 10, "fstat", 3, "table_id", "data_file_id", "column_id",   \
-    MR_KF_TABLE_SCOPED)                                                        \
-  X(TSTAT, CURRENT, 11, "tstat", 1, "table_id", NULL, NULL,                    \
-    MR_KF_TABLE_SCOPED)                                                        \
-  X(TCSTAT, CURRENT, 12, "tcstat", 2, "table_id", "column_id", NULL,           \
-    MR_KF_TABLE_SCOPED)                                                        \
-  X(TAG, CURRENT, 13, "tag", 1, "object_id", NULL, NULL, 0)                    \
-  X(OPTION, CURRENT, 14, "option", 2, "scope_kind", "scope_id", NULL, 0)       \
-  X(GCFILE, CURRENT, 15, "gcfile", 1, "data_file_id", NULL, NULL, 0)           \
-  X(INLINE_TABLE, INLINE, 0, "data_table", 2, "table_id", "schema_version",    \
     NULL, MR_KF_TABLE_SCOPED)                                                  \
-  X(INLINE_ROW, INLINE, 1, "data_row", 3, "table_id", "schema_version",        \
-    "row_id", MR_KF_TABLE_SCOPED)                                              \
-  X(INLINE_DELETE_TABLE, INLINE, 2, "delete_table", 1, "table_id", NULL, NULL, \
+  X(TSTAT, CURRENT, 11, "tstat", 1, "table_id", NULL, NULL, NULL,              \
     MR_KF_TABLE_SCOPED)                                                        \
+  X(TCSTAT, CURRENT, 12, "tcstat", 2, "table_id", "column_id", NULL, NULL,     \
+    MR_KF_TABLE_SCOPED)                                                        \
+  X(TAG, CURRENT, 13, "tag", 1, "object_id", NULL, NULL, NULL, 0)              \
+  X(OPTION, CURRENT, 14, "option", 2, "scope_kind", "scope_id", NULL, NULL, 0) \
+  X(GCFILE, CURRENT, 15, "gcfile", 1, "data_file_id", NULL, NULL, NULL, 0)     \
+  X(INLINE_TABLE, INLINE, 0, "data_table", 2, "table_id", "schema_version",    \
+    NULL, NULL, MR_KF_TABLE_SCOPED)                                            \
+  X(INLINE_ROW, INLINE, 1, "data_row", 4, "table_id", "schema_version",        \
+    "row_id", "begin_snapshot", MR_KF_TABLE_SCOPED)                            \
+  X(INLINE_DELETE_TABLE, INLINE, 2, "delete_table", 1, "table_id", NULL, NULL, \
+    NULL, MR_KF_TABLE_SCOPED)                                                  \
   X(INLINE_DELETE_ROW, INLINE, 3, "delete_row", 3, "table_id", "file_id",      \
-    "row_id", MR_KF_TABLE_SCOPED)                                              \
+    "row_id", NULL, MR_KF_TABLE_SCOPED)                                        \
   X(SCHEMA_VERSION, SCHEMA_VERSION, -1, "schema_version", 2, "table_id",       \
-    "begin_snapshot", NULL, MR_KF_TABLE_SCOPED)                                \
-  X(CHANGELOG, CHANGELOG, -1, "changelog", 1, "snapshot_id", NULL, NULL, 0)    \
-  X(NAME, NAME, -1, "name", 3, "name_kind", "parent_id", "entity_id",          \
+    "begin_snapshot", NULL, NULL, MR_KF_TABLE_SCOPED)                          \
+  X(CHANGELOG, CHANGELOG, -1, "changelog", 1, "snapshot_id", NULL, NULL, NULL, \
+    0)                                                                         \
+  X(NAME, NAME, -1, "name", 3, "name_kind", "parent_id", "entity_id", NULL,    \
     MR_KF_HAS_NAME)                                                            \
   X(DELETE_TARGET, DELETE_TARGET, -1, "delete_target", 3, "table_id",          \
-    "data_file_id", "delete_file_id", MR_KF_TABLE_SCOPED)
+    "data_file_id", "delete_file_id", NULL, MR_KF_TABLE_SCOPED)
 
 typedef enum mr_key_kind {
-#define MR_KEY_KIND_ENUM(id, ss, ord, text, n, c0, c1, c2, fl) MR_KK_##id,
+#define MR_KEY_KIND_ENUM(id, ss, ord, text, n, c0, c1, c2, c3, fl)             \
+  MR_KK_##id,
   MR_KEY_KIND_TABLE(MR_KEY_KIND_ENUM)
 #undef MR_KEY_KIND_ENUM
       MR_KK_COUNT
@@ -142,7 +150,12 @@ typedef enum mr_option_scope {
   MR_SCOPE_TABLE = 2
 } mr_option_scope;
 
-#define MR_KEY_MAX_COMP 4    /* 3 declared + end_snapshot of a history key */
+/*
+ * Most u64 components of any key: declared ones plus end_snapshot for a
+ * history key — 4 declared (inline/data_row, unversioned) or 3 declared + 1
+ * (versioned). key.c checks every table row against it at compile time.
+ */
+#define MR_KEY_MAX_COMP 4
 #define MR_KEY_MAX_NAME 1024 /* longest exact_name accepted, in bytes */
 #define MR_KEY_MAX_BYTES (2 + 8 * MR_KEY_MAX_COMP + 2 * MR_KEY_MAX_NAME + 1)
 /* Room for any key's mr_key_format text, NUL included (\xNN per name byte). */
@@ -170,7 +183,7 @@ typedef struct mr_key_kind_info {
   int kind_ordinal; /* -1: the subspace has no kind byte */
   const char *text;
   unsigned ncomp;
-  const char *comp[3];
+  const char *comp[4];
   unsigned flags;
 } mr_key_kind_info;
 

@@ -162,6 +162,35 @@ static void test_ddl_parse_and_inline_names(void **state) {
   free(name);
 }
 
+/*
+ * An UPDATE of an inlined row keeps its row_id: the ended version and the
+ * new one must get distinct inline/data_row keys (begin_snapshot is one of
+ * its components), and ending a version keeps its key.
+ */
+static void test_inline_row_versions_have_distinct_keys(void **state) {
+  (void)state;
+  Moraine__V1__InlineDataRow *m =
+      (Moraine__V1__InlineDataRow *)cat_msg_new(&moraine__v1__inline_data_row__descriptor);
+  assert_non_null(m);
+  m->table_id = 5;
+  m->schema_version = 3;
+  m->row_id = 0;
+  m->begin_snapshot = 7;
+  mr_key old_k, ended_k, new_k;
+  assert_true(cat_key_from_msg(MR_KK_INLINE_ROW, &m->base, &old_k));
+  m->has_end_snapshot = 1;
+  m->end_snapshot = 9;
+  assert_true(cat_key_from_msg(MR_KK_INLINE_ROW, &m->base, &ended_k));
+  m->has_end_snapshot = 0;
+  m->begin_snapshot = 9;
+  assert_true(cat_key_from_msg(MR_KK_INLINE_ROW, &m->base, &new_k));
+  assert_int_equal(mr_key_compare(&old_k, &ended_k), 0);
+  assert_true(mr_key_compare(&old_k, &new_k) < 0);
+  assert_int_equal(new_k.c[2], 0);
+  assert_int_equal(new_k.c[3], 9);
+  mr_value_free(&m->base);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_table_has_a_home),
@@ -169,6 +198,7 @@ int main(void) {
       cmocka_unit_test(test_text_conversion),
       cmocka_unit_test(test_bad_text_and_required_null),
       cmocka_unit_test(test_ddl_parse_and_inline_names),
+      cmocka_unit_test(test_inline_row_versions_have_distinct_keys),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

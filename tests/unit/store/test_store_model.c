@@ -862,6 +862,7 @@ static void op_inline(tx *t) {
     d.n_cell = 1;
     d.cell = cells;
     mr_key k = key3(MR_KK_INLINE_ROW, table, sv, row_id + i);
+    k.c[3] = t->S; /* begin_snapshot: each inlined row version is its own key */
     tx_put(t, &k, &d.base);
   }
 }
