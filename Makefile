@@ -47,8 +47,7 @@ sanitize: deps
 	  ctest --output-on-failure -j$(JOBS)
 
 valgrind: build
-	cd build && ctest --output-on-failure -T memcheck \
-	  --overwrite MemoryCheckCommandOptions="--leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite"
+	cd build && ctest --output-on-failure -T memcheck -j$(JOBS)
 
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Debug -DMORAINE_FUZZ=ON >/dev/null
