@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""Catalog benchmark: the same DuckLake workload against four catalogs.
+
+    moraine     ducklake:postgres:... against `moraine serve --store file://TMP`
+    postgres    ducklake:postgres:... against a throwaway PostgreSQL 15 cluster
+    sqlite      ducklake:sqlite:FILE  (needs the sqlite_scanner extension package)
+    duckdb      ducklake:FILE
+
+Per catalog: one table `t(a INTEGER, b VARCHAR)`, then COMMITS single-row
+INSERTs, each its own autocommit transaction (one DuckLake snapshot each).
+Measured:
+
+    attach      fresh DuckDB connection (extensions already loaded) + ATTACH,
+                median of ATTACH_N; "attach+q" adds the first query on the
+                table (DuckLake reads most of the catalog lazily)
+    commit      latency of one single-row INSERT commit, p50 / p99 / max
+    time travel SELECT count(*) FROM lake.t AT (VERSION => k) for TT_VERSIONS
+                values of k spread over the history, TT_REPS each, median
+    cold start  moraine only: process start -> ready line, on the store that
+                holds the workload's catalog, median of COLD_N
+
+Everything runs on loopback in temp dirs that are removed at the end; the
+PostgreSQL cluster and every moraine process are stopped even on failure.
+Each phase runs the catalogs interleaved round-robin (rotating which goes
+first), so background load on a shared machine hits all of them alike.
+The extensions come from the venv's PyPI packages (nothing is downloaded),
+loaded through tests/e2e/conftest.py.
+
+    .venv/bin/python bench/catalogs.py [--commits N] [--only moraine,duckdb]
+
+MORAINE_BIN overrides build/src/cli/moraine; PG_BIN overrides
+/usr/lib/postgresql/15/bin.
+"""
+import argparse
+import atexit
+import os
+import pathlib
+import platform
+import pwd
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from conftest import connect, extension_file  # noqa: E402  (shared loader, no downloads)
+
+import duckdb  # noqa: E402
+
+MORAINE = os.environ.get("MORAINE_BIN", str(ROOT / "build" / "src" / "cli" / "moraine"))
+PG_BIN = pathlib.Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"))
+READY = re.compile(r"^moraine: serving (\S+) on (\S+):(\d+)$")
+
+_cleanups = []  # LIFO; each runs once, errors ignored
+
+
+def on_cleanup(fn):
+    _cleanups.append(fn)
+    return fn
+
+
+def cleanup_all():
+    while _cleanups:
+        fn = _cleanups.pop()
+        try:
+            fn()
+        except Exception as e:  # keep cleaning
+            print(f"cleanup: {e}", file=sys.stderr)
+
+
+atexit.register(cleanup_all)
+
+
+def _die(signum, _frame):
+    cleanup_all()
+    sys.exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _die)
+signal.signal(signal.SIGINT, _die)
+
+
+def tempdir(prefix, owner=None):
+    d = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    if owner is not None:
+        os.chown(d, owner.pw_uid, owner.pw_gid)
+    on_cleanup(lambda: shutil.rmtree(d, ignore_errors=True))
+    return d
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def ms(t0):
+    return (time.perf_counter() - t0) * 1000
+
+
+# ---------------------------------------------------------------- catalogs
+
+
+class Moraine:
+    name = "moraine"
+
+    def __init__(self, store_dir):
+        self.store = "file://" + str(store_dir)
+        self.proc = None
+        self.port = None
+
+    def start(self):
+        """Start on the store; return ms from spawn to the ready line."""
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([MORAINE, "serve", "--store", self.store, "--listen", "127.0.0.1:0"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.proc = proc
+        on_cleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        lines = []
+        timer = threading.Timer(30, proc.kill)  # bounded wait for the ready line
+        timer.start()
+        try:
+            for line in proc.stderr:
+                m = READY.match(line.rstrip("\n"))
+                if m:
+                    elapsed = ms(t0)
+                    self.port = int(m.group(3))
+                    break
+                lines.append(line)
+            else:
+                raise RuntimeError(f"moraine did not become ready: {lines}")
+        finally:
+            timer.cancel()
+        # keep draining stderr so a chatty server never blocks on a full pipe
+        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+        return elapsed
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def attach_sql(self, data):
+        dsn = f"host=127.0.0.1 port={self.port} dbname=lake user=moraine"
+        return f"ATTACH 'ducklake:postgres:{dsn}' AS lake (DATA_PATH '{data}')"
+
+
+class Postgres:
+    """A throwaway PostgreSQL cluster: initdb in a temp dir, loopback only,
+    default durability (fsync on, synchronous_commit on)."""
+    name = "postgres"
+
+    def __init__(self):
+        self.user = None
+        if os.geteuid() == 0:  # initdb refuses root
+            self.user = pwd.getpwnam("postgres")
+        self.dir = tempdir("bench-pg-", self.user)
+        self.data = self.dir / "data"
+        self.port = free_port()
+
+    def _run(self, *args, timeout=120):
+        cmd = [str(a) for a in args]
+        if self.user is not None:
+            cmd = ["runuser", "-u", self.user.pw_name, "--"] + cmd
+        subprocess.run(cmd, check=True, timeout=timeout, cwd=self.dir,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def start(self):
+        self._run(PG_BIN / "initdb", "-D", self.data, "-A", "trust", "-U", "postgres",
+                  "--no-sync", "-E", "UTF8", "--locale=C")
+        on_cleanup(self.stop)
+        opts = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir}"
+        self._run(PG_BIN / "pg_ctl", "-D", self.data, "-l", self.dir / "log", "-w", "-t", "60",
+                  "-o", opts, "start")
+        self._run(PG_BIN / "createdb", "-h", "127.0.0.1", "-p", self.port, "-U", "postgres", "lake")
+        return None
+
+    def stop(self):
+        if (self.data / "postmaster.pid").exists():
+            self._run(PG_BIN / "pg_ctl", "-D", self.data, "-m", "fast", "-w", "-t", "60", "stop")
+
+    def version(self):
+        out = subprocess.run([PG_BIN / "postgres", "--version"], capture_output=True, text=True)
+        return out.stdout.strip()
+
+    def attach_sql(self, data):
+        dsn = f"host=127.0.0.1 port={self.port} dbname=lake user=postgres"
+        return f"ATTACH 'ducklake:postgres:{dsn}' AS lake (DATA_PATH '{data}')"
+
+
+class SQLite:
+    name = "sqlite"
+
+    def __init__(self, d):
+        self.file = d / "meta.sqlite"
+
+    def start(self):
+        return None
+
+    def stop(self):
+        pass
+
+    def attach_sql(self, data):
+        return f"ATTACH 'ducklake:sqlite:{self.file}' AS lake (DATA_PATH '{data}')"
+
+
+class DuckFile:
+    name = "duckdb"
+
+    def __init__(self, d):
+        self.file = d / "meta.ducklake"
+
+    def start(self):
+        return None
+
+    def stop(self):
+        pass
+
+    def attach_sql(self, data):
+        return f"ATTACH 'ducklake:{self.file}' AS lake (DATA_PATH '{data}')"
+
+
+def sqlite_extension():
+    """The sqlite_scanner extension file from the venv, or None."""
+    try:
+        return extension_file("sqlite_scanner", "sqlite_scanner")
+    except (ImportError, FileNotFoundError):
+        return None
+
+
+def open_con(sqlite_ext):
+    con = connect()
+    if sqlite_ext is not None:
+        con.execute(f"LOAD '{sqlite_ext}'")
+    return con
+
+
+# ---------------------------------------------------------------- workload
+
+
+def run_all(cats, args, sqlite_ext, works):
+    """Every phase runs on all catalogs interleaved (round-robin, rotating the
+    order), so background load on the machine hits every catalog alike."""
+    names = list(cats)
+    res = {n: {} for n in names}
+    data = {n: works[n] / "data" for n in names}
+
+    def rr(i):  # rotate which catalog goes first
+        k = i % len(names)
+        return names[k:] + names[:k]
+
+    for n in names:
+        cats[n].start()
+    try:
+        cons = {}
+        for n in names:
+            cons[n] = open_con(sqlite_ext)
+            cons[n].execute(cats[n].attach_sql(data[n]))
+            cons[n].execute("CREATE TABLE lake.t(a INTEGER, b VARCHAR)")
+        lat = {n: [] for n in names}
+        for i in range(args.commits):
+            for n in rr(i):
+                t0 = time.perf_counter()
+                cons[n].execute(f"INSERT INTO lake.t VALUES ({i}, 'v{i}')")
+                lat[n].append(ms(t0))
+        snaps = {}
+        for n in names:
+            con = cons.pop(n)
+            snaps[n] = [r[0] for r in con.execute(
+                "SELECT snapshot_id FROM lake.snapshots() ORDER BY 1").fetchall()]
+            files = con.execute("SELECT count(*) FROM ducklake_list_files('lake', 't')").fetchone()[0]
+            con.close()
+            r = res[n]
+            r["commit_p50"], r["commit_p99"], r["commit_max"] = pct(lat[n], 50), pct(lat[n], 99), max(lat[n])
+            r["snapshots"], r["files"] = len(snaps[n]), files
+
+        # attach on fresh connections, one at a time per catalog (a DuckDB-file
+        # catalog is locked by the instance that has it open)
+        att = {n: [] for n in names}
+        attq = {n: [] for n in names}
+        for i in range(args.attach_n):
+            for n in rr(i):
+                con = open_con(sqlite_ext)
+                t0 = time.perf_counter()
+                con.execute(cats[n].attach_sql(data[n]))
+                att[n].append(ms(t0))
+                cnt = con.execute("SELECT count(*) FROM lake.t").fetchone()[0]
+                attq[n].append(ms(t0))
+                con.close()
+                assert cnt == args.commits, (n, cnt)
+        for n in names:
+            res[n]["attach"], res[n]["attach_q"] = statistics.median(att[n]), statistics.median(attq[n])
+
+        # time travel over the insert history (versions after CREATE TABLE)
+        step = max(1, args.commits // args.tt_versions)
+        tt = {n: [] for n in names}
+        for n in names:
+            cons[n] = open_con(sqlite_ext)
+            cons[n].execute(cats[n].attach_sql(data[n]))
+        i = 0
+        for _ in range(args.tt_reps):
+            for j in range(args.tt_versions):
+                for n in rr(i):
+                    first = snaps[n][-args.commits]  # snapshot of the first INSERT
+                    k = first + j * step
+                    t0 = time.perf_counter()
+                    cnt = cons[n].execute(f"SELECT count(*) FROM lake.t AT (VERSION => {k})").fetchone()[0]
+                    tt[n].append(ms(t0))
+                    assert cnt == k - first + 1, (n, k, cnt)
+                i += 1
+        for n in names:
+            cons.pop(n).close()
+            res[n]["tt"] = statistics.median(tt[n])
+    finally:
+        for n in names:
+            cats[n].stop()
+
+    if "moraine" in cats:
+        cat = cats["moraine"]
+        cold = []
+        for _ in range(args.cold_n):
+            cold.append(cat.start())
+            # ready means usable: one real ATTACH against the reloaded catalog
+            con = open_con(sqlite_ext)
+            con.execute(cat.attach_sql(data["moraine"]))
+            assert con.execute("SELECT count(*) FROM lake.t").fetchone()[0] == args.commits
+            con.close()
+            cat.stop()
+        res["moraine"]["cold"] = statistics.median(cold)
+        res["moraine"]["cold_min"] = min(cold)
+    return res
+
+
+# ---------------------------------------------------------------- output
+
+ROWS = [
+    ("attach ms (median)", "attach"),
+    ("attach + first query ms (median)", "attach_q"),
+    ("commit p50 ms", "commit_p50"),
+    ("commit p99 ms", "commit_p99"),
+    ("commit max ms", "commit_max"),
+    ("time travel ms (median)", "tt"),
+    ("cold start ms (median)", "cold"),
+    ("cold start ms (min)", "cold_min"),
+]
+
+
+def table(results, order):
+    cols = [c for c in order if c in results]
+    anchors = [c for c in cols if c != "moraine" and "error" not in results[c]]
+    head = ["metric"] + cols + [f"moraine/{a}" for a in anchors if "moraine" in results]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def cell(c, key):
+        r = results[c]
+        if "error" in r:
+            return "skipped" if key == ROWS[0][1] else ""
+        v = r.get(key)
+        return "—" if v is None else f"{v:.2f}"
+
+    for label, key in ROWS:
+        row = [label] + [cell(c, key) for c in cols]
+        m = results.get("moraine", {})
+        for a in anchors:
+            if "moraine" not in results:
+                continue
+            mv, av = m.get(key), results[a].get(key)
+            row.append(f"{mv / av:.2f}x" if mv is not None and av else "—")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--commits", type=int, default=200)
+    ap.add_argument("--attach-n", type=int, default=21)
+    ap.add_argument("--tt-versions", type=int, default=10)
+    ap.add_argument("--tt-reps", type=int, default=5)
+    ap.add_argument("--cold-n", type=int, default=7)
+    ap.add_argument("--only", default="moraine,postgres,sqlite,duckdb")
+    args = ap.parse_args()
+    order = ["moraine", "postgres", "sqlite", "duckdb"]
+    wanted = [c for c in order if c in args.only.split(",")]
+
+    sqlite_ext = sqlite_extension()
+    results, notes = {}, []
+    t_start = time.perf_counter()
+    cats, works = {}, {}
+    for name in wanted:
+        work = tempdir(f"bench-cat-{name}-")
+        if name == "moraine":
+            if not os.access(MORAINE, os.X_OK):
+                sys.exit(f"{MORAINE} missing: cmake --build build -j2")
+            cat = Moraine(work / "store")
+        elif name == "postgres":
+            if not (PG_BIN / "initdb").exists():
+                results[name] = {"error": "no PostgreSQL"}
+                notes.append(f"postgres: skipped, {PG_BIN}/initdb not found")
+                continue
+            cat = Postgres()
+            notes.append(f"postgres: {cat.version()}, fsync on, synchronous_commit on")
+        elif name == "sqlite":
+            if sqlite_ext is None:
+                results[name] = {"error": "no sqlite extension"}
+                notes.append("sqlite: skipped, the sqlite_scanner extension is not in the venv "
+                             "(pip install duckdb-extension-sqlite-scanner==" + duckdb.__version__ + ")")
+                continue
+            cat = SQLite(work)
+        else:
+            cat = DuckFile(work)
+        cats[name], works[name] = cat, work
+    load0 = os.getloadavg()[0]
+    results.update(run_all(cats, args, sqlite_ext, works))
+    load1 = os.getloadavg()[0]
+
+    any_r = next(r for r in results.values() if "error" not in r)
+    print(f"DuckDB {duckdb.__version__}, {os.cpu_count()} cores, {platform.machine()} {platform.system()}; "
+          f"{args.commits} single-row INSERT commits ({any_r['snapshots']} snapshots, "
+          f"{any_r['files']} data files), attach x{args.attach_n}, "
+          f"time travel {args.tt_versions} versions x{args.tt_reps}, cold start x{args.cold_n}; "
+          f"catalogs interleaved round-robin; load average {load0:.1f} -> {load1:.1f}")
+    for n in notes:
+        print(n)
+    print()
+    print(table(results, order))
+    print(f"\ntotal {ms(t_start) / 1000:.1f}s")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        cleanup_all()
