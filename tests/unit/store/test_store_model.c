@@ -35,7 +35,7 @@
 #define CHECK_ALL_EVERY 50
 #define ABORT_EVERY 10
 #define REOPEN_EVERY 75
-static const uint64_t default_seeds[] = {1, 2, 3};
+static const uint64_t default_seeds[] = {1, 2, 3, 4, 5, 6}; /* 1800 ops by default */
 
 /* ---- PRNG (splitmix64) --------------------------------------------------- */
 
