@@ -21,65 +21,22 @@
 #include <unistd.h>
 
 #include "kv/kv.h"
+#include "test_tmp.h"
 
 /* ---- temp folders ------------------------------------------------------ */
 
-static char tmp_root[4096]; /* this run's mkdtemp folder */
-
-static int mkdir_p(const char *path) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-      return -1;
-    *p = '/';
-  }
-  return (mkdir(buf, 0755) != 0 && errno != EEXIST) ? -1 : 0;
-}
-
-static void remove_tree(const char *path) {
-  DIR *d = opendir(path);
-  if (d == NULL) {
-    unlink(path);
-    return;
-  }
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-      continue;
-    char child[4096];
-    snprintf(child, sizeof child, "%s/%s", path, e->d_name);
-    struct stat st;
-    if (lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
-      remove_tree(child);
-    else
-      unlink(child);
-  }
-  closedir(d);
-  rmdir(path);
-}
-
 static int setup_tmp(void **state) {
-  const char *base = getenv("MORAINE_TEST_TMP");
-  if (base == NULL || base[0] == '\0')
-    base = "/tmp";
-  if (mkdir_p(base) != 0)
-    return -1;
-  snprintf(tmp_root, sizeof tmp_root, "%s/kv-XXXXXX", base);
-  return mkdtemp(tmp_root) == NULL ? -1 : 0;
+  return test_tmp_setup("kv");
 }
 
 static int teardown_tmp(void **state) {
-  remove_tree(tmp_root);
+  test_tmp_teardown();
   return 0;
 }
 
 /* A file:// url for a fresh folder named after the test. */
 static void store_url(char *url, size_t cap, const char *name) {
-  snprintf(url, cap, "file://%s/%s", tmp_root, name);
+  test_tmp_url(name, url, cap);
 }
 
 /* ---- helpers ----------------------------------------------------------- */
