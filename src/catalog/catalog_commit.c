@@ -17,7 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum pend_op { OP_PUT, OP_END, OP_DEL } pend_op;
+/* OP_FORGET: a record removed outright with no history (DuckLake's expiry and
+ * compaction): a snapshot, a history version, or a current version (msg =
+ * that version, for its directory entries). */
+typedef enum pend_op { OP_PUT, OP_END, OP_DEL, OP_FORGET } pend_op;
 
 typedef struct pend {
   mr_key k;
@@ -160,6 +163,8 @@ static mr_status current_msg(txn *t, const mr_key *k, ProtobufCMessage **out) {
     *out = p->msg;
     return MR_OK;
   }
+  if (p && (p->op == OP_DEL || p->op == OP_FORGET)) /* removed by this commit */
+    return mr_fail(t->err, MR_ERR_NOT_FOUND, "catalog: the record is removed by this commit");
   ProtobufCMessage *m = NULL;
   mr_status rc = store_get(t->c->st, k, &m, t->err);
   if (rc)
@@ -199,12 +204,32 @@ static mr_status do_entity(txn *t, const catalog_table *tb, const sql_change_bat
   else
     put = NULL;
   if (b->op == SQL_CHANGE_DELETE) {
-    mr_value_free(r);
+    /*
+     * DuckLake's expiry / compaction removes a version outright: one put by
+     * this commit is dropped; one ended by this commit (its end still
+     * pending) or never ended is the current key; one ended earlier is its
+     * history key (c[ncomp] = end_snapshot).
+     */
     if (put && pbegin == begin) {
+      mr_value_free(r);
       pend_kill(put);
       return MR_OK;
     }
-    return unsupported(t, "DELETE", tb->name);
+    pend *endp = find(t, &k, OP_END);
+    int64_t ebegin = -1;
+    if (endp && endp->op == OP_END && cat_msg_i64(endp->msg, "begin_snapshot", &ebegin) &&
+        ebegin == begin) {
+      pend_kill(endp);
+      ended = false;
+    }
+    if (ended) {
+      mr_value_free(r);
+      mr_key hk = k;
+      hk.history = true;
+      hk.c[mr_key_kind_get(k.kind)->ncomp] = (uint64_t)end;
+      return add(t, &hk, OP_FORGET, NULL);
+    }
+    return add(t, &k, OP_FORGET, r);
   }
   /* UPDATE: the row as updated, over the record it updates (children kept). */
   ProtobufCMessage *base = NULL;
@@ -302,6 +327,10 @@ static mr_status do_child(txn *t, const catalog_table *tb, const sql_change_batc
     return rc;
   ProtobufCMessage *parent = NULL;
   rc = current_msg(t, &k, &parent);
+  if (rc == MR_ERR_NOT_FOUND && b->op == SQL_CHANGE_DELETE) {
+    mr_error_clear(t->err); /* the parent is gone (expired) or goes in this commit */
+    return MR_OK;
+  }
   if (rc == MR_ERR_NOT_FOUND && (tb->role == CAT_TAG || tb->role == CAT_OPTION)) {
     mr_error_clear(t->err);
     parent = cat_msg_new(mr_value_descriptor(k.kind));
@@ -363,8 +392,15 @@ static mr_status do_record(txn *t, const catalog_table *tb, const sql_change_bat
 }
 
 static mr_status do_snapshot(txn *t, const catalog_table *tb, const sql_change_batch *b, size_t row) {
+  if (b->op == SQL_CHANGE_DELETE) { /* ducklake_expire_snapshots */
+    int64_t sid;
+    if (!cell_i64(b, row, "snapshot_id", &sid))
+      return mr_fail(t->err, MR_ERR_INVALID, "catalog: %s row without snapshot_id", tb->name);
+    mr_key k = {.kind = MR_KK_SNAPSHOT, .c = {(uint64_t)sid}};
+    return add(t, &k, OP_FORGET, NULL);
+  }
   if (b->op != SQL_CHANGE_INSERT)
-    return unsupported(t, b->op == SQL_CHANGE_UPDATE ? "UPDATE" : "DELETE", tb->name);
+    return unsupported(t, "UPDATE", tb->name);
   if (t->snap == NULL) {
     t->snap = cat_msg_new(&moraine__v1__snapshot__descriptor);
     if (t->snap == NULL)
@@ -657,6 +693,8 @@ static mr_status write_commit(txn *t, store_head expected) {
       rc = store_commit_put(sc, &p->k, p->msg, t->err);
     else if (p->op == OP_END)
       rc = store_commit_end(sc, &p->k, p->msg, t->err);
+    else if (p->op == OP_FORGET)
+      rc = store_commit_forget(sc, &p->k, p->msg, t->err);
     else
       rc = store_commit_delete(sc, &p->k, t->err);
   }

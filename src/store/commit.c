@@ -284,6 +284,23 @@ mr_status store_commit_delete(store_commit *c, const mr_key *k, mr_error *err) {
   return add_key_op(c, false, k, NULL, true, err);
 }
 
+mr_status store_commit_forget(store_commit *c, const mr_key *k, const ProtobufCMessage *value, mr_error *err) {
+  const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
+  if (ki != NULL && k->kind == MR_KK_SNAPSHOT && !k->history)
+    return add_key_op(c, false, k, NULL, false, err);
+  if (ki == NULL || !(ki->flags & MR_KF_VERSIONED) || ki->subspace != MR_SS_CURRENT)
+    return mr_fail(err, MR_ERR_INVALID, "store_commit_forget: kind %d is not a snapshot or a versioned entity",
+                   (int)k->kind);
+  if (k->history)
+    return add_key_op(c, false, k, NULL, false, err);
+  if (value == NULL)
+    return mr_fail(err, MR_ERR_INVALID, "store_commit_forget: a current version needs its value");
+  mr_status rc = add_key_op(c, false, k, NULL, true, err);
+  if (!rc)
+    rc = directory_ops(c, false, k, value, err);
+  return rc;
+}
+
 /* ---- write -------------------------------------------------------------- */
 
 static int cmp_bytes(const void *a, const void *b) {

@@ -129,6 +129,21 @@ mr_status store_commit_end(store_commit *c, const mr_key *k, const ProtobufCMess
 mr_status store_commit_delete(store_commit *c, const mr_key *k, mr_error *err) MR_MUST_CHECK;
 
 /*
+ * Removes a record outright, with no history kept — DuckLake's own snapshot
+ * expiry and compaction (ducklake_expire_snapshots, merge_adjacent_files):
+ *   - snapshot/{id} (value unused): the snapshot record (not listed in any
+ *     changelog);
+ *   - a history key of a versioned entity (c[ncomp] = end_snapshot; value
+ *     unused): that ended version (not listed in any changelog);
+ *   - a current key of a versioned entity: its current version and the name /
+ *     delete_target entry `value` (that version, required) implies; listed in
+ *     the changelog like any current key.
+ * Other kinds: MR_ERR_INVALID (use store_commit_delete / store_commit_end).
+ */
+mr_status store_commit_forget(store_commit *c, const mr_key *k, const ProtobufCMessage *value,
+                              mr_error *err) MR_MUST_CHECK;
+
+/*
  * Writes the batch durably, then frees c. A commit with a snapshot also
  * writes changelog/{snapshot_id}: every current, inline and schema_version
  * key it put or removed, sorted and deduplicated (derived name, history and
