@@ -207,6 +207,72 @@ static void test_mapping_create_only(void **state) {
   must(store_close(st, &e), &e);
 }
 
+/* store_commit_forget removes a snapshot record, an ended (history) version
+ * and a live version with its name entry; other kinds are refused. */
+static void test_forget(void **state) {
+  char url[4096];
+  mr_error e;
+  store *st = open_new("forget", url, sizeof url, 0);
+  must(commit_schema(st, store_get_head(st), 0, 1, "a", &e), &e);
+
+  /* snapshot 1: schema 1 ends, schema 2 begins */
+  store_commit *c = NULL;
+  must(store_commit_begin(st, store_get_head(st), &c, &e), &e);
+  Moraine__V1__Snapshot snap = MORAINE__V1__SNAPSHOT__INIT;
+  snap.snapshot_id = 1;
+  must(store_commit_snapshot(c, &snap, &e), &e);
+  Moraine__V1__Schema old = MORAINE__V1__SCHEMA__INIT;
+  old.schema_id = 1;
+  old.begin_snapshot = 0;
+  old.has_end_snapshot = true;
+  old.end_snapshot = 1;
+  old.schema_name = "a";
+  mr_key k1 = {.kind = MR_KK_SCHEMA, .c = {1}};
+  must(store_commit_end(c, &k1, &old.base, &e), &e);
+  Moraine__V1__Schema live = MORAINE__V1__SCHEMA__INIT;
+  live.schema_id = 2;
+  live.begin_snapshot = 1;
+  live.schema_name = "b";
+  mr_key k2 = {.kind = MR_KK_SCHEMA, .c = {2}};
+  must(store_commit_put(c, &k2, &live.base, &e), &e);
+  must(store_commit_write(c, NULL, &e), &e);
+
+  store_census cs;
+  must(store_take_census(st, &cs, &e), &e);
+  assert_int_equal(cs.history_kind[MR_KK_SCHEMA].keys, 1);
+  assert_int_equal(cs.current_kind[MR_KK_SCHEMA].keys, 1);
+  assert_int_equal(cs.subspace[MR_SS_NAME].keys, 1);
+  assert_int_equal(cs.subspace[MR_SS_SNAPSHOT].keys, 2);
+
+  /* an unversioned kind cannot be forgotten */
+  must(store_commit_begin(st, store_get_head(st), &c, &e), &e);
+  mr_key tk = {.kind = MR_KK_TSTAT, .c = {9}};
+  assert_int_equal(store_commit_forget(c, &tk, NULL, &e), MR_ERR_INVALID);
+  store_commit_abort(c);
+
+  /* snapshot 2 forgets snapshot 0, the ended version and the live one */
+  must(store_commit_begin(st, store_get_head(st), &c, &e), &e);
+  snap.snapshot_id = 2;
+  must(store_commit_snapshot(c, &snap, &e), &e);
+  mr_key sk = {.kind = MR_KK_SNAPSHOT, .c = {0}};
+  must(store_commit_forget(c, &sk, NULL, &e), &e);
+  mr_key hk = {.kind = MR_KK_SCHEMA, .history = true, .c = {1, 1}};
+  must(store_commit_forget(c, &hk, NULL, &e), &e);
+  must(store_commit_forget(c, &k2, &live.base, &e), &e);
+  must(store_commit_write(c, NULL, &e), &e);
+
+  must(store_take_census(st, &cs, &e), &e);
+  assert_int_equal(cs.history_kind[MR_KK_SCHEMA].keys, 0);
+  assert_int_equal(cs.current_kind[MR_KK_SCHEMA].keys, 0);
+  assert_int_equal(cs.subspace[MR_SS_NAME].keys, 0);
+  assert_int_equal(cs.subspace[MR_SS_SNAPSHOT].keys, 2); /* 1 and 2 */
+  uint64_t id = 0;
+  bool found = true;
+  must(store_lookup_name(st, MR_NAME_SCHEMA, 0, "b", &id, &found, &e), &e);
+  assert_false(found);
+  must(store_close(st, &e), &e);
+}
+
 typedef struct cl_seen {
   uint64_t ids[64];
   size_t n;
@@ -456,6 +522,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_reopen),     cmocka_unit_test(test_format_refusals),
       cmocka_unit_test(test_conflict),          cmocka_unit_test(test_mapping_create_only),
+      cmocka_unit_test(test_forget),
       cmocka_unit_test(test_changelog_window),  cmocka_unit_test(test_expire_resumable),
       cmocka_unit_test(test_maintenance_status), cmocka_unit_test(test_fenced_fails),
   };
