@@ -4,6 +4,8 @@
  */
 #include "pgwire/pg_buf.h"
 
+#include "base/mr_grow.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,23 +17,12 @@
 static bool reserve(pg_buf *b, size_t extra) {
   if (b->failed)
     return false;
-  if (b->len + extra <= b->cap)
-    return true;
-  size_t cap = b->cap ? b->cap : 8192;
-  while (cap < b->len + extra) {
-    if (cap > SIZE_MAX / 2) {
-      b->failed = true;
-      return false;
-    }
-    cap *= 2;
-  }
-  uint8_t *d = realloc(b->data, cap);
-  if (d == NULL) {
+  void *d = b->data;
+  if (extra > SIZE_MAX - b->len || mr_grow(&d, &b->cap, b->len + extra, 8192) != MR_OK) {
     b->failed = true;
     return false;
   }
   b->data = d;
-  b->cap = cap;
   return true;
 }
 

@@ -1,6 +1,8 @@
 /* sql_util.c — the string helpers of sql_util.h. */
 #include "sql/sql_util.h"
 
+#include "base/mr_grow.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,21 +37,16 @@ char *sql_unquote(const char *s, size_t n, char q) {
   return d;
 }
 
+/* Room for extra more bytes plus the terminating NUL. */
 static bool grow(sql_strbuf *b, size_t extra) {
   if (b->failed)
     return false;
-  if (b->len + extra + 1 <= b->cap)
-    return true;
-  size_t cap = b->cap ? b->cap : 64;
-  while (cap < b->len + extra + 1)
-    cap *= 2;
-  char *d = realloc(b->data, cap);
-  if (d == NULL) {
+  void *d = b->data;
+  if (extra > SIZE_MAX - b->len - 1 || mr_grow(&d, &b->cap, b->len + extra + 1, 64) != MR_OK) {
     b->failed = true;
     return false;
   }
   b->data = d;
-  b->cap = cap;
   return true;
 }
 
