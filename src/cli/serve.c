@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "catalog/catalog.h"
 #include "cli/cli.h"
@@ -113,6 +114,9 @@ int cli_serve(int argc, char **argv) {
   }
   catalog *cat = NULL;
   size_t loaded = 0;
+  fprintf(stderr, "moraine: loading the catalog from %s\n", store_url);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (catalog_open(st, engine, &cat, &err) != MR_OK || catalog_load(cat, &loaded, &err) != MR_OK) {
     fprintf(stderr, "moraine: cannot load the catalog from %s: %s\n", store_url, err.msg);
     catalog_free(cat);
@@ -120,6 +124,9 @@ int cli_serve(int argc, char **argv) {
     (void)store_close(st, &err);
     return 1;
   }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  fprintf(stderr, "moraine: loaded %zu catalog rows in %ld ms\n", loaded,
+          (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
   catalog_install_hooks(cat);
   pg_server_config cfg = {host, port, password_file ? password : NULL, PG_DEFAULT_MAX_CONNECTIONS,
                           PG_DEFAULT_MAX_MESSAGE};
