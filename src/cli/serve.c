@@ -6,9 +6,10 @@
  *   moraine: serving <store> on <host:port>
  * to stderr (flushed); a failure to start exits 1 with one line
  * "moraine: <reason>". Start-up order: open the store (a refused or fenced
- * store exits 1), open the SQL engine, load the whole retained catalog into
- * it (catalog_load), install the commit hooks, then listen: the ready line
- * comes only after the load.
+ * store exits 1), open the SQL engine, claim the port, load the whole
+ * retained catalog (catalog_load, logged with its row count and time),
+ * install the commit hooks, then accept: the ready line comes only after
+ * the load.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -112,22 +113,8 @@ int cli_serve(int argc, char **argv) {
     (void)store_close(st, &err);
     return 1;
   }
-  catalog *cat = NULL;
-  size_t loaded = 0;
-  fprintf(stderr, "moraine: loading the catalog from %s\n", store_url);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (catalog_open(st, engine, &cat, &err) != MR_OK || catalog_load(cat, &loaded, &err) != MR_OK) {
-    fprintf(stderr, "moraine: cannot load the catalog from %s: %s\n", store_url, err.msg);
-    catalog_free(cat);
-    sql_engine_close(engine);
-    (void)store_close(st, &err);
-    return 1;
-  }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  fprintf(stderr, "moraine: loaded %zu catalog rows in %ld ms\n", loaded,
-          (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
-  catalog_install_hooks(cat);
+  /* Claim the port before the (possibly long) load, so a taken port fails
+   * at once with one line; nothing is accepted until pg_server_run. */
   pg_server_config cfg = {host, port, password_file ? password : NULL, PG_DEFAULT_MAX_CONNECTIONS,
                           PG_DEFAULT_MAX_MESSAGE};
   /* test knob (not a documented option): a small connection limit */
@@ -137,12 +124,27 @@ int cli_serve(int argc, char **argv) {
   pg_server *server;
   if (pg_server_start(&cfg, engine, &server, &err) != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);
-    sql_engine_set_commit_hooks(engine, NULL);
-    catalog_free(cat);
     sql_engine_close(engine);
     (void)store_close(st, &err);
     return 1;
   }
+  catalog *cat = NULL;
+  size_t loaded = 0;
+  fprintf(stderr, "moraine: loading the catalog from %s\n", store_url);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (catalog_open(st, engine, &cat, &err) != MR_OK || catalog_load(cat, &loaded, &err) != MR_OK) {
+    fprintf(stderr, "moraine: cannot load the catalog from %s: %s\n", store_url, err.msg);
+    catalog_free(cat);
+    pg_server_free(server);
+    sql_engine_close(engine);
+    (void)store_close(st, &err);
+    return 1;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  fprintf(stderr, "moraine: loaded %zu catalog rows in %ld ms\n", loaded,
+          (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+  catalog_install_hooks(cat);
   memset(password, 0, sizeof password);
 
   struct sigaction sa;
