@@ -37,6 +37,22 @@ static mr_status flush_out(const sql_sink *sink, sql_strbuf *b, sql_error *err) 
 
 /* Prepares the COPY query; if a column has no binary layout, prepares
  * SELECT #1, CAST(#2 AS VARCHAR) AS "name", ... FROM (query) instead. */
+/* The PostgreSQL types of r's columns: a calloc'd array of
+ * duckdb_column_count(r) entries (at least one) that the caller frees. */
+static mr_status result_coltypes(duckdb_result *r, pg_coltype **out, sql_error *err) {
+  size_t ncols = duckdb_column_count(r);
+  pg_coltype *types = calloc(ncols ? ncols : 1, sizeof *types);
+  *out = types;
+  if (types == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  for (size_t i = 0; i < ncols; i++) {
+    duckdb_logical_type lt = duckdb_column_logical_type(r, i);
+    pg_coltype_of(lt, duckdb_column_name(r, i), &types[i]);
+    duckdb_destroy_logical_type(&lt);
+  }
+  return MR_OK;
+}
+
 static mr_status prepare_binary(sql_session *s, const char *sql, duckdb_prepared_statement *ps,
                                 sql_error *err) {
   if (duckdb_prepare(s->con, sql, ps) != DuckDBSuccess) {
@@ -96,14 +112,8 @@ static mr_status copy_out_binary(sql_session *s, const char *sql, const sql_sink
     return rc;
   }
   size_t ncols = duckdb_column_count(&r);
-  pg_coltype *types = calloc(ncols ? ncols : 1, sizeof *types);
-  if (types == NULL)
-    rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
-  for (size_t i = 0; rc == MR_OK && i < ncols; i++) {
-    duckdb_logical_type lt = duckdb_column_logical_type(&r, i);
-    pg_coltype_of(lt, duckdb_column_name(&r, i), &types[i]);
-    duckdb_destroy_logical_type(&lt);
-  }
+  pg_coltype *types = NULL;
+  rc = result_coltypes(&r, &types, err);
   if (rc == MR_OK && SQL_SINK_CALL(sink, copy_out_begin, true, ncols))
     rc = sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
   sql_strbuf b = {0};
@@ -170,15 +180,8 @@ static mr_status copy_out_text(sql_session *s, const sql_copy_stmt *c, const cha
     return rc;
   }
   size_t ncols = duckdb_column_count(&r);
-  pg_coltype *types = calloc(ncols ? ncols : 1, sizeof *types);
-  mr_status rc = MR_OK;
-  if (types == NULL)
-    rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
-  for (size_t i = 0; rc == MR_OK && i < ncols; i++) {
-    duckdb_logical_type lt = duckdb_column_logical_type(&r, i);
-    pg_coltype_of(lt, duckdb_column_name(&r, i), &types[i]);
-    duckdb_destroy_logical_type(&lt);
-  }
+  pg_coltype *types = NULL;
+  mr_status rc = result_coltypes(&r, &types, err);
   if (rc == MR_OK && SQL_SINK_CALL(sink, copy_out_begin, false, ncols))
     rc = sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
   sql_strbuf b = {0}, cell = {0};
