@@ -737,6 +737,10 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
     return sql_fail(err, MR_ERR_CONFLICT, "40001",
                     "could not serialize access: write-write conflict (another transaction "
                     "committed since this one began)");
+  /* nothing is written that the start-up load could not read back */
+  mr_status rc = cat_check_loadable(c, changes, err);
+  if (rc)
+    return rc;
   if (getenv("MORAINE_CATALOG_TRACE")) { /* debugging aid: the captured batches */
     for (size_t i = 0; i < changes->nbatches; i++) {
       const sql_change_batch *b = &changes->batches[i];
@@ -753,7 +757,6 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
   t.c = c;
   t.err = &e;
   store_head head = store_get_head(c->st);
-  mr_status rc = MR_OK;
   for (size_t i = 0; !rc && i < changes->nbatches; i++)
     rc = do_batch(&t, &changes->batches[i]);
   if (!rc)

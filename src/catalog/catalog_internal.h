@@ -55,4 +55,12 @@ bool cat_key_from_msg(mr_key_kind kind, const ProtobufCMessage *msg, mr_key *k);
 bool cat_inline_data_name(const char *name, int64_t *tid, int64_t *ver);
 bool cat_inline_delete_name(const char *name, int64_t *tid);
 
+/*
+ * The load-back guarantee (catalog_check.c): refuses (22P02, naming table,
+ * column and type) a commit holding an inlined value that the start-up load
+ * could not cast back into its column. No engine call when every inlined
+ * column the commit writes has a text-safe type.
+ */
+mr_status cat_check_loadable(catalog *c, const sql_changes *ch, sql_error *err) MR_MUST_CHECK;
+
 #endif /* MR_CATALOG_INTERNAL_H */
