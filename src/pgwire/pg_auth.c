@@ -71,8 +71,8 @@ static const char *attr(const char *msg, char k, size_t *vlen) {
   return NULL;
 }
 
-mr_status pg_scram_client_first(pg_scram *s, const char *msg, size_t len, char *out,
-                                size_t outcap, mr_error *err) {
+mr_status pg_scram_client_first(pg_scram *s, const char *msg, size_t len, char *out, size_t outcap,
+                                mr_error *err) {
   char m[512];
   if (len >= sizeof m || memchr(msg, 0, len))
     return mr_fail(err, MR_ERR_INVALID, "malformed SCRAM client-first-message");
@@ -106,8 +106,8 @@ static void hmac(const uint8_t *key, size_t klen, const void *data, size_t n,
   HMAC(EVP_sha256(), key, (int)klen, data, n, out, &olen);
 }
 
-mr_status pg_scram_client_final(pg_scram *s, const char *msg, size_t len, char *out,
-                                size_t outcap, mr_error *err) {
+mr_status pg_scram_client_final(pg_scram *s, const char *msg, size_t len, char *out, size_t outcap,
+                                mr_error *err) {
   char m[1024];
   if (len >= sizeof m || memchr(msg, 0, len))
     return mr_fail(err, MR_ERR_INVALID, "malformed SCRAM client-final-message");
@@ -123,6 +123,9 @@ mr_status pg_scram_client_final(pg_scram *s, const char *msg, size_t len, char *
     return mr_fail(err, MR_ERR_INVALID, "SCRAM channel binding is not supported");
   if (rlen != strlen(s->nonce) || memcmp(r, s->nonce, rlen) != 0)
     return mr_fail(err, MR_ERR_INVALID, "SCRAM nonce mismatch");
+  /* the proof is the last attribute, after the others: ",p=" then the end */
+  if (p < m + 3 || p[-3] != ',' || p + plen != m + len)
+    return mr_fail(err, MR_ERR_INVALID, "malformed SCRAM client-final-message");
   /* client-final-message-without-proof: everything before ",p=" */
   size_t without = (size_t)(p - 3 - m);
   uint8_t proof[64];

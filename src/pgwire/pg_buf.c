@@ -5,6 +5,7 @@
 #include "pgwire/pg_buf.h"
 
 #include "base/mr_grow.h"
+#include "pgwire/pg_proto.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -34,7 +35,9 @@ void pg_buf_bytes(pg_buf *b, const void *p, size_t n) {
   b->len += n;
 }
 
-void pg_buf_u8(pg_buf *b, uint8_t v) { pg_buf_bytes(b, &v, 1); }
+void pg_buf_u8(pg_buf *b, uint8_t v) {
+  pg_buf_bytes(b, &v, 1);
+}
 
 void pg_buf_i16(pg_buf *b, int16_t v) {
   uint8_t x[2] = {(uint8_t)((uint16_t)v >> 8), (uint8_t)v};
@@ -47,7 +50,9 @@ void pg_buf_i32(pg_buf *b, int32_t v) {
   pg_buf_bytes(b, x, 4);
 }
 
-void pg_buf_str(pg_buf *b, const char *s) { pg_buf_bytes(b, s, strlen(s) + 1); }
+void pg_buf_str(pg_buf *b, const char *s) {
+  pg_buf_bytes(b, s, strlen(s) + 1);
+}
 
 void pg_buf_begin(pg_buf *b, char type) {
   b->msg_start = b->len;
@@ -141,7 +146,9 @@ const char *pg_msg_str(pg_msg *m) {
   return (const char *)start;
 }
 
-bool pg_msg_at_end(const pg_msg *m) { return m->pos == m->len; }
+bool pg_msg_at_end(const pg_msg *m) {
+  return m->pos == m->len;
+}
 
 void pg_msg_free(pg_msg *m) {
   free(m->data);
@@ -182,23 +189,48 @@ static mr_status read_exact(pg_reader *r, void *out, size_t n, bool *eof_clean, 
   return MR_OK;
 }
 
-static mr_status read_body(pg_reader *r, uint32_t declared, pg_msg *out, mr_error *err) {
+/* The first piece of a body is read into at most this much memory; the
+ * buffer then doubles as bytes arrive, so memory follows what the client
+ * really sent, never only what it declared. */
+#define READ_STEP ((size_t)64 * 1024)
+
+static mr_status read_body(pg_reader *r, uint32_t declared, size_t limit, pg_msg *out,
+                           mr_error *err) {
   if (declared < 4)
     return mr_fail(err, MR_ERR_INVALID, "invalid message length %u", declared);
-  if (declared - 4 > r->max_message)
-    return mr_fail(err, MR_ERR_INVALID, "message of %u bytes exceeds the %zu-byte limit",
-                   declared, r->max_message);
-  out->len = declared - 4;
+  size_t n = declared - 4;
+  if (n > limit)
+    return mr_fail(err, MR_ERR_INVALID, "message of %u bytes exceeds the %zu-byte limit", declared,
+                   limit);
+  size_t cap = n < READ_STEP ? n : READ_STEP;
+  uint8_t *data = malloc(cap + 1);
+  if (data == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "out of memory for a %zu-byte message", n);
+  size_t got = 0;
+  while (got < n) {
+    if (got == cap) {
+      size_t next = cap > n / 2 ? n : cap * 2;
+      uint8_t *grown = realloc(data, next + 1);
+      if (grown == NULL) {
+        free(data);
+        return mr_fail(err, MR_ERR_NOMEM, "out of memory for a %zu-byte message", n);
+      }
+      data = grown;
+      cap = next;
+    }
+    mr_status rc = read_exact(r, data + got, cap - got, NULL, err);
+    if (rc) {
+      free(data);
+      return rc;
+    }
+    got = cap;
+  }
+  data[n] = 0;
+  out->data = data;
+  out->len = n;
   out->pos = 0;
   out->bad = false;
-  out->data = malloc(out->len + 1);
-  if (out->data == NULL)
-    return mr_fail(err, MR_ERR_NOMEM, "out of memory for a %zu-byte message", out->len);
-  out->data[out->len] = 0;
-  mr_status rc = read_exact(r, out->data, out->len, NULL, err);
-  if (rc)
-    pg_msg_free(out);
-  return rc;
+  return MR_OK;
 }
 
 mr_status pg_read_startup(pg_reader *r, pg_msg *out, mr_error *err) {
@@ -209,9 +241,9 @@ mr_status pg_read_startup(pg_reader *r, pg_msg *out, mr_error *err) {
   if (rc)
     return rc;
   uint32_t len = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
-  if (len < 8 || len > 10000)
-    return mr_fail(err, MR_ERR_INVALID, "invalid startup packet length %u", len);
-  return read_body(r, len, out, err);
+  if (len < 8 || len > PG_STARTUP_MAX)
+    return mr_fail(err, MR_ERR_INVALID, "invalid length of startup packet (%u bytes)", len);
+  return read_body(r, len, PG_STARTUP_MAX, out, err);
 }
 
 mr_status pg_read_message(pg_reader *r, pg_msg *out, mr_error *err) {
@@ -225,7 +257,7 @@ mr_status pg_read_message(pg_reader *r, pg_msg *out, mr_error *err) {
   if (rc)
     return rc;
   uint32_t len = (uint32_t)h[1] << 24 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 8 | h[4];
-  rc = read_body(r, len, out, err);
+  rc = read_body(r, len, pg_message_limit((char)h[0], r->max_message), out, err);
   if (rc == MR_OK)
     out->type = (char)h[0];
   return rc;

@@ -45,8 +45,8 @@ mr_status pg_buf_flush(pg_buf *b, int fd, mr_error *err) MR_MUST_CHECK;
 void pg_buf_free(pg_buf *b);
 
 typedef struct pg_msg {
-  char type;       /* 0 for the startup packet */
-  uint8_t *data;   /* body, without type and length */
+  char type;     /* 0 for the startup packet */
+  uint8_t *data; /* body, without type and length */
   size_t len;
   size_t pos;
   bool bad;
@@ -66,13 +66,16 @@ typedef struct pg_reader {
   uint8_t buf[65536];
   size_t have;
   size_t pos;
-  size_t max_message; /* larger declared lengths are refused */
+  size_t max_message; /* cap on bodies; per type see pg_message_limit */
 } pg_reader;
 
 /* Reads the startup packet (int32 length, body) or a regular message (type,
  * int32 length, body). MR_ERR_CLOSED on a clean EOF between messages,
  * MR_ERR_IO on socket errors or EOF inside a message, MR_ERR_INVALID on a
- * malformed or oversized length. */
+ * malformed length or one over the type's limit (pg_message_limit in
+ * pg_proto.h; startup packets: PG_STARTUP_MAX). Memory grows with the bytes
+ * received, not with the declared length. The body is NUL-terminated one
+ * past its end (not counted in len). */
 mr_status pg_read_startup(pg_reader *r, pg_msg *out, mr_error *err) MR_MUST_CHECK;
 mr_status pg_read_message(pg_reader *r, pg_msg *out, mr_error *err) MR_MUST_CHECK;
 

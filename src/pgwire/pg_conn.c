@@ -1,15 +1,23 @@
 /*
  * pg_conn.c — one client connection's protocol state machine:
  *
- *   STARTUP  SSLRequest / GSSENCRequest -> 'N'; CancelRequest -> close;
- *            protocol 3.0 startup packet -> AUTH (others: FATAL 08P01)
+ *   STARTUP  SSLRequest / GSSENCRequest -> 'N' (once each); CancelRequest
+ *            -> close; protocol 3.0 startup packet -> AUTH (other versions:
+ *            FATAL 0A000; a malformed packet: FATAL 08P01)
  *   AUTH     trust (no password configured) or SCRAM-SHA-256 (pg_auth.c)
  *   READY    ParameterStatus*, BackendKeyData, then the query loop:
  *            simple Query; extended Parse/Bind/Describe/Execute/Close/
  *            Flush/Sync (after an error: skip to Sync); COPY in/out happen
  *            inside a statement through the sink callbacks below
- *   closed   on Terminate, EOF, a socket error, or a malformed / oversized
- *            message (FATAL 08P01 first when possible)
+ *   closed   on Terminate, EOF, a socket error, or a badly framed /
+ *            oversized message (FATAL 08P01 first when possible)
+ *
+ * Message bodies are decoded by pg_proto.c (pure, bounds-checked). A body
+ * that does not decode is handled as PostgreSQL does: in the extended
+ * protocol an ERROR (08P01, or 22023 for a bad format code) and skip to
+ * Sync; a Query gets an ERROR and ReadyForQuery; during startup and
+ * authentication FATAL and close. A Bind is checked against its statement
+ * (parameter count, result-format count) before anything reaches sql/.
  *
  * Every outgoing message is built in conn->out (pg_buf), which is flushed at
  * ReadyForQuery, Flush, CopyInResponse, and whenever it grows large.
@@ -23,12 +31,9 @@
 #include "mr_version.h"
 #include "pgwire/pg_auth.h"
 #include "pgwire/pg_buf.h"
+#include "pgwire/pg_proto.h"
 #include "pgwire/pg_server.h"
 
-#define PROTO_V3 196608
-#define SSL_REQUEST 80877103
-#define GSSENC_REQUEST 80877104
-#define CANCEL_REQUEST 80877102
 #define FLUSH_THRESHOLD (256 * 1024)
 
 typedef struct portal {
@@ -94,11 +99,28 @@ static void send_error(conn *c, const char *severity, const char *sqlstate, cons
   pg_buf_end(&c->out);
 }
 
+/* FATAL, flushed; returns false so a failing step can `return fatal(...)`. */
+static bool fatal(conn *c, const char *sqlstate, const char *msg) {
+  send_error(c, "FATAL", sqlstate, msg);
+  flush(c);
+  return false;
+}
+
+/* FATAL for a read failure that left the socket usable. */
+static void read_failed(conn *c, const mr_error *e) {
+  if (e->code == MR_ERR_INVALID)
+    fatal(c, "08P01", e->msg);
+  else if (e->code == MR_ERR_NOMEM)
+    fatal(c, "53200", e->msg);
+}
+
 static void send_sql_error(conn *c, const sql_error *e) {
   send_error(c, "ERROR", e->sqlstate[0] ? e->sqlstate : "XX000", e->base.msg);
 }
 
 static void send_ready(conn *c) {
+  if (c->io_failed)
+    return; /* the connection is ending (a FATAL may already be out) */
   pg_buf_begin(&c->out, 'Z');
   pg_buf_u8(&c->out, (uint8_t)(c->session ? sql_session_status(c->session) : 'I'));
   pg_buf_end(&c->out);
@@ -210,7 +232,6 @@ static int sk_copy_in_begin(void *ctx, bool binary, size_t ncols) {
   return flush(c); /* the client waits for it before sending */
 }
 
-
 static int sk_copy_in_read(void *ctx, const uint8_t **data, size_t *len, char *msg, size_t msgcap) {
   conn *c = ctx;
   for (;;) {
@@ -218,6 +239,7 @@ static int sk_copy_in_read(void *ctx, const uint8_t **data, size_t *len, char *m
     mr_error e;
     if (pg_read_message(&c->in, &c->copy_msg, &e) != MR_OK) {
       snprintf(msg, msgcap, "%s", e.msg);
+      read_failed(c, &e);
       c->io_failed = true;
       return -1;
     }
@@ -228,9 +250,14 @@ static int sk_copy_in_read(void *ctx, const uint8_t **data, size_t *len, char *m
       return 1;
     case 'c':
       return 0;
-    case 'f':
-      snprintf(msg, msgcap, "%s", c->copy_msg.len ? (const char *)c->copy_msg.data : "CopyFail");
+    case 'f': {
+      const char *why;
+      pg_error pe;
+      if (pg_decode_copy_fail(c->copy_msg.data, c->copy_msg.len, &why, &pe) != MR_OK)
+        why = "malformed CopyFail message";
+      snprintf(msg, msgcap, "%s", why[0] ? why : "CopyFail");
       return -1;
+    }
     case 'H':
     case 'S':
       continue; /* PostgreSQL ignores Flush and Sync during COPY IN */
@@ -283,67 +310,51 @@ static sql_sink make_sink(conn *c) {
 
 /* Reads startup packets until the v3 one; false: close the connection. */
 static bool startup(conn *c) {
+  bool ssl_done = false, gss_done = false;
   for (;;) {
     pg_msg m;
     mr_error e;
     if (pg_read_startup(&c->in, &m, &e) != MR_OK) {
-      if (e.code == MR_ERR_INVALID) {
-        send_error(c, "FATAL", "08P01", e.msg);
-        flush(c);
-      }
+      read_failed(c, &e);
       return false;
     }
-    int32_t code = pg_msg_i32(&m);
-    if (code == SSL_REQUEST || code == GSSENC_REQUEST) {
+    pg_startup st;
+    pg_error pe;
+    if (pg_decode_startup(m.data, m.len, &st, &pe) != MR_OK) {
       pg_msg_free(&m);
+      return fatal(c, pe.sqlstate, pe.base.msg);
+    }
+    if (st.kind == PG_STARTUP_SSL || st.kind == PG_STARTUP_GSSENC) {
+      pg_msg_free(&m);
+      bool *done = st.kind == PG_STARTUP_SSL ? &ssl_done : &gss_done;
+      if (*done)
+        return fatal(c, "08P01", "repeated SSL or GSSAPI encryption request");
+      *done = true;
       if (send(c->a->fd, "N", 1, MSG_NOSIGNAL) != 1)
         return false;
       continue;
     }
-    if (code == CANCEL_REQUEST) {
+    if (st.kind == PG_STARTUP_CANCEL) {
       pg_msg_free(&m); /* queries are not cancellable yet: just close */
       return false;
     }
-    if (code != PROTO_V3) {
-      pg_msg_free(&m);
-      send_error(c, "FATAL", "0A000", "unsupported frontend protocol");
-      flush(c);
-      return false;
-    }
-    snprintf(c->user, sizeof c->user, "moraine");
-    c->database[0] = '\0';
-    while (!m.bad && !pg_msg_at_end(&m)) {
-      const char *k = pg_msg_str(&m);
-      if (k[0] == '\0')
-        break;
-      const char *v = pg_msg_str(&m);
-      if (strcmp(k, "user") == 0)
-        snprintf(c->user, sizeof c->user, "%s", v);
-      else if (strcmp(k, "database") == 0)
-        snprintf(c->database, sizeof c->database, "%s", v);
-    }
-    bool bad = m.bad;
+    snprintf(c->user, sizeof c->user, "%s", st.user ? st.user : "moraine");
+    snprintf(c->database, sizeof c->database, "%s",
+             st.database && st.database[0] ? st.database : c->user);
     pg_msg_free(&m);
-    if (bad) {
-      send_error(c, "FATAL", "08P01", "invalid startup packet layout");
-      flush(c);
-      return false;
-    }
-    if (c->database[0] == '\0')
-      snprintf(c->database, sizeof c->database, "%s", c->user);
     return true;
   }
 }
 
 static bool expect_password_message(conn *c, pg_msg *m) {
   mr_error e;
-  if (pg_read_message(&c->in, m, &e) != MR_OK)
+  if (pg_read_message(&c->in, m, &e) != MR_OK) {
+    read_failed(c, &e);
     return false;
+  }
   if (m->type != 'p') {
     pg_msg_free(m);
-    send_error(c, "FATAL", "08P01", "expected a password response");
-    flush(c);
-    return false;
+    return fatal(c, "08P01", "expected a password response");
   }
   return true;
 }
@@ -373,13 +384,21 @@ static bool authenticate(conn *c) {
   pg_msg m;
   if (!expect_password_message(c, &m))
     return false;
-  const char *mechanism = pg_msg_str(&m);
-  int32_t n = pg_msg_i32(&m);
-  const uint8_t *first = n >= 0 ? pg_msg_bytes(&m, (size_t)n) : NULL;
+  pg_sasl_initial si;
+  pg_error pe;
+  if (pg_decode_sasl_initial(m.data, m.len, &si, &pe) != MR_OK) {
+    pg_msg_free(&m);
+    return fatal(c, pe.sqlstate, pe.base.msg);
+  }
+  if (strcmp(si.mechanism, "SCRAM-SHA-256") != 0 || si.data == NULL) {
+    pg_msg_free(&m);
+    return fatal(c, "08P01",
+                 si.data ? "client selected an invalid SASL authentication mechanism"
+                         : "SASLInitialResponse carries no client-first-message");
+  }
   char reply[1024];
-  bool ok = !m.bad && first && strcmp(mechanism, "SCRAM-SHA-256") == 0 &&
-            pg_scram_client_first(&scram, (const char *)first, (size_t)n, reply, sizeof reply,
-                                  &e) == MR_OK;
+  bool ok = pg_scram_client_first(&scram, (const char *)si.data, si.len, reply, sizeof reply, &e) ==
+            MR_OK;
   pg_msg_free(&m);
   if (!ok)
     return auth_fail(c, "bad client-first-message");
@@ -467,46 +486,53 @@ static void ext_error(conn *c, const sql_error *e) {
   c->skip_to_sync = true;
 }
 
-static void ext_proto_error(conn *c, const char *msg) {
+static void ext_pg_error(conn *c, const pg_error *pe) {
   sql_error e;
-  sql_fail(&e, MR_ERR_INVALID, "08P01", "%s", msg);
+  sql_fail(&e, MR_ERR_INVALID, pe->sqlstate, "%s", pe->base.msg);
+  ext_error(c, &e);
+}
+
+static void ext_out_of_memory(conn *c) {
+  sql_error e;
+  sql_fail(&e, MR_ERR_NOMEM, "53200", "out of memory");
   ext_error(c, &e);
 }
 
 static void on_parse(conn *c, pg_msg *m) {
-  const char *name = pg_msg_str(m);
-  const char *query = pg_msg_str(m);
-  int16_t n = pg_msg_i16(m);
-  uint32_t oids[1024];
-  if (n < 0 || n > 1024) {
-    ext_proto_error(c, "invalid parameter count in Parse");
+  pg_parse pp;
+  pg_error pe;
+  if (pg_decode_parse(m->data, m->len, &pp, &pe) != MR_OK) {
+    ext_pg_error(c, &pe);
     return;
   }
-  for (int i = 0; i < n; i++)
-    oids[i] = (uint32_t)pg_msg_i32(m);
-  if (m->bad) {
-    ext_proto_error(c, "malformed Parse message");
-    return;
-  }
-  if (name[0] != '\0' && *find_stmt(c, name)) {
+  if (pp.name[0] != '\0' && *find_stmt(c, pp.name)) {
     sql_error e;
-    sql_fail(&e, MR_ERR_INVALID, "42P05", "prepared statement \"%s\" already exists", name);
+    sql_fail(&e, MR_ERR_INVALID, "42P05", "prepared statement \"%s\" already exists", pp.name);
     ext_error(c, &e);
     return;
   }
-  if (name[0] == '\0')
+  uint32_t *oids = calloc(pp.ntypes ? pp.ntypes : 1, sizeof *oids); /* ntypes fits the body */
+  if (oids == NULL) {
+    ext_out_of_memory(c);
+    return;
+  }
+  for (size_t i = 0; i < pp.ntypes; i++)
+    oids[i] = pg_parse_type(&pp, i);
+  if (pp.name[0] == '\0')
     drop_stmt(c, "");
   sql_prepared *p;
   sql_error e;
-  if (sql_session_prepare(c->session, query, (size_t)n, oids, &p, &e) != MR_OK) {
+  mr_status rc = sql_session_prepare(c->session, pp.query, pp.ntypes, oids, &p, &e);
+  free(oids);
+  if (rc != MR_OK) {
     ext_error(c, &e);
     return;
   }
   named_stmt *s = calloc(1, sizeof *s);
-  if (s == NULL || (s->name = strdup(name)) == NULL) {
+  if (s == NULL || (s->name = strdup(pp.name)) == NULL) {
     free(s);
     sql_prepared_free(p);
-    ext_proto_error(c, "out of memory");
+    ext_out_of_memory(c);
     return;
   }
   s->p = p;
@@ -515,128 +541,147 @@ static void on_parse(conn *c, pg_msg *m) {
   send_simple(c, '1'); /* ParseComplete */
 }
 
-static bool read_formats(pg_msg *m, size_t *n, int16_t **out) {
-  int16_t k = pg_msg_i16(m);
-  if (k < 0 || m->bad)
-    return false;
-  *n = (size_t)k;
-  *out = calloc(k ? (size_t)k : 1, sizeof **out);
-  if (*out == NULL)
-    return false;
-  for (int i = 0; i < k; i++)
-    (*out)[i] = pg_msg_i16(m);
-  return !m->bad;
+/* Result-column count of a statement as Describe reports it; -1 unknown. */
+static int count_columns(void *ctx, size_t n, const sql_column *cols) {
+  *(long *)ctx = (long)n;
+  return 0;
+}
+
+static int count_no_columns(void *ctx) {
+  *(long *)ctx = 0;
+  return 0;
+}
+
+static long column_count(conn *c, sql_prepared *p) {
+  long n = -1;
+  sql_sink sink = {0};
+  sink.ctx = &n;
+  sink.row_description = count_columns;
+  sink.no_data = count_no_columns;
+  sql_error e;
+  if (sql_prepared_describe(c->session, p, false, 0, NULL, &sink, &e) != MR_OK)
+    return -1;
+  return n;
+}
+
+/* A portal holding copies of a decoded Bind's values and format codes. */
+static mr_status make_portal(const pg_bind *b, sql_prepared *stmt, portal **out, sql_error *e) {
+  portal *p = calloc(1, sizeof *p);
+  if (p == NULL)
+    return sql_fail(e, MR_ERR_NOMEM, "53200", "out of memory");
+  p->stmt = stmt;
+  p->name = strdup(b->portal);
+  p->stmt_name = strdup(b->stmt);
+  p->vals = calloc(b->nparams ? b->nparams : 1, sizeof *p->vals);
+  p->lens = calloc(b->nparams ? b->nparams : 1, sizeof *p->lens);
+  p->param_formats = calloc(b->nparam_formats ? b->nparam_formats : 1, sizeof *p->param_formats);
+  p->formats = calloc(b->nresult_formats ? b->nresult_formats : 1, sizeof *p->formats);
+  if (!p->name || !p->stmt_name || !p->vals || !p->lens || !p->param_formats || !p->formats) {
+    free_portal(p);
+    return sql_fail(e, MR_ERR_NOMEM, "53200", "out of memory");
+  }
+  p->nparams = b->nparams; /* from here free_portal frees the values */
+  p->nparam_formats = b->nparam_formats;
+  for (size_t i = 0; i < b->nparam_formats; i++)
+    p->param_formats[i] = pg_format_code(b->param_formats, b->nparam_formats, i);
+  p->nformats = b->nresult_formats;
+  for (size_t i = 0; i < b->nresult_formats; i++)
+    p->formats[i] = pg_format_code(b->result_formats, b->nresult_formats, i);
+  size_t pos = 0;
+  for (size_t i = 0; i < b->nparams; i++) {
+    const uint8_t *d;
+    size_t n;
+    if (!pg_bind_next_value(b, &pos, &d, &n)) {
+      free_portal(p);
+      return sql_fail(e, MR_ERR_INVALID, "08P01", "malformed Bind message");
+    }
+    if (d == NULL)
+      continue;
+    p->vals[i] = malloc(n + 1);
+    if (p->vals[i] == NULL) {
+      free_portal(p);
+      return sql_fail(e, MR_ERR_NOMEM, "53200", "out of memory");
+    }
+    memcpy(p->vals[i], d, n);
+    p->vals[i][n] = '\0';
+    p->lens[i] = n;
+  }
+  *out = p;
+  return MR_OK;
 }
 
 static void on_bind(conn *c, pg_msg *m) {
-  const char *pname = pg_msg_str(m);
-  const char *sname = pg_msg_str(m);
-  named_stmt *s = *find_stmt(c, sname);
-  portal *p = calloc(1, sizeof *p);
-  if (p == NULL) {
-    ext_proto_error(c, "out of memory");
+  pg_bind b;
+  pg_error pe;
+  if (pg_decode_bind(m->data, m->len, &b, &pe) != MR_OK) {
+    ext_pg_error(c, &pe);
     return;
   }
-  bool ok = read_formats(m, &p->nparam_formats, &p->param_formats);
-  int16_t np = ok ? pg_msg_i16(m) : -1;
-  if (np < 0 || m->bad)
-    ok = false;
-  if (ok) {
-    p->nparams = (size_t)np;
-    p->vals = calloc(np ? (size_t)np : 1, sizeof *p->vals);
-    p->lens = calloc(np ? (size_t)np : 1, sizeof *p->lens);
-    ok = p->vals && p->lens;
-    for (int i = 0; ok && i < np; i++) {
-      int32_t len = pg_msg_i32(m);
-      if (len < -1 || m->bad) {
-        ok = false;
-        break;
-      }
-      if (len == -1)
-        continue;
-      const uint8_t *d = pg_msg_bytes(m, (size_t)len);
-      if (d == NULL) {
-        ok = false;
-        break;
-      }
-      p->vals[i] = malloc((size_t)len + 1);
-      if (p->vals[i] == NULL) {
-        ok = false;
-        break;
-      }
-      memcpy(p->vals[i], d, (size_t)len);
-      p->vals[i][len] = '\0';
-      p->lens[i] = (size_t)len;
-    }
-  }
-  if (ok)
-    ok = read_formats(m, &p->nformats, &p->formats);
-  p->name = strdup(pname);
-  p->stmt_name = strdup(sname);
-  if (!ok || !p->name || !p->stmt_name) {
-    free_portal(p);
-    ext_proto_error(c, "malformed Bind message");
-    return;
-  }
+  named_stmt *s = *find_stmt(c, b.stmt);
+  sql_error e;
   if (s == NULL) {
-    free_portal(p);
-    sql_error e;
-    sql_fail(&e, MR_ERR_INVALID, "26000", "prepared statement \"%s\" does not exist", sname);
+    sql_fail(&e, MR_ERR_INVALID, "26000", "prepared statement \"%s\" does not exist", b.stmt);
     ext_error(c, &e);
     return;
   }
-  p->stmt = s->p;
-  drop_portal(c, pname);
+  long ncols = b.nresult_formats > 1 ? column_count(c, s->p) : -1;
+  if (pg_bind_check(&b, sql_prepared_nparams(s->p), ncols, &pe) != MR_OK) {
+    ext_pg_error(c, &pe);
+    return;
+  }
+  portal *p = NULL;
+  if (make_portal(&b, s->p, &p, &e) != MR_OK || p == NULL) {
+    ext_error(c, &e);
+    return;
+  }
+  drop_portal(c, b.portal);
   p->next = c->portals;
   c->portals = p;
   send_simple(c, '2'); /* BindComplete */
 }
 
 static void on_describe(conn *c, pg_msg *m) {
-  char what = (char)pg_msg_u8(m);
-  const char *name = pg_msg_str(m);
-  if (m->bad) {
-    ext_proto_error(c, "malformed Describe message");
+  pg_target t;
+  pg_error pe;
+  if (pg_decode_describe(m->data, m->len, &t, &pe) != MR_OK) {
+    ext_pg_error(c, &pe);
     return;
   }
   sql_sink sink = make_sink(c);
   sql_error e;
   mr_status rc;
-  if (what == 'S') {
-    named_stmt *s = *find_stmt(c, name);
+  if (t.kind == 'S') {
+    named_stmt *s = *find_stmt(c, t.name);
     if (s == NULL) {
-      sql_fail(&e, MR_ERR_INVALID, "26000", "prepared statement \"%s\" does not exist", name);
+      sql_fail(&e, MR_ERR_INVALID, "26000", "prepared statement \"%s\" does not exist", t.name);
       ext_error(c, &e);
       return;
     }
     rc = sql_prepared_describe(c->session, s->p, true, 0, NULL, &sink, &e);
-  } else if (what == 'P') {
-    portal *p = *find_portal(c, name);
+  } else {
+    portal *p = *find_portal(c, t.name);
     if (p == NULL) {
-      sql_fail(&e, MR_ERR_INVALID, "34000", "portal \"%s\" does not exist", name);
+      sql_fail(&e, MR_ERR_INVALID, "34000", "portal \"%s\" does not exist", t.name);
       ext_error(c, &e);
       return;
     }
     rc = sql_prepared_describe(c->session, p->stmt, false, p->nformats, p->formats, &sink, &e);
-  } else {
-    ext_proto_error(c, "invalid Describe target");
-    return;
   }
   if (rc)
     ext_error(c, &e);
 }
 
 static void on_execute(conn *c, pg_msg *m) {
-  const char *name = pg_msg_str(m);
-  (void)pg_msg_i32(m); /* max rows: portals always run to completion */
-  if (m->bad) {
-    ext_proto_error(c, "malformed Execute message");
+  pg_execute x; /* max_rows is ignored: portals always run to completion */
+  pg_error pe;
+  if (pg_decode_execute(m->data, m->len, &x, &pe) != MR_OK) {
+    ext_pg_error(c, &pe);
     return;
   }
-  portal *p = *find_portal(c, name);
+  portal *p = *find_portal(c, x.portal);
   sql_error e;
   if (p == NULL) {
-    sql_fail(&e, MR_ERR_INVALID, "34000", "portal \"%s\" does not exist", name);
+    sql_fail(&e, MR_ERR_INVALID, "34000", "portal \"%s\" does not exist", x.portal);
     ext_error(c, &e);
     return;
   }
@@ -648,16 +693,16 @@ static void on_execute(conn *c, pg_msg *m) {
 }
 
 static void on_close(conn *c, pg_msg *m) {
-  char what = (char)pg_msg_u8(m);
-  const char *name = pg_msg_str(m);
-  if (m->bad || (what != 'S' && what != 'P')) {
-    ext_proto_error(c, "malformed Close message");
+  pg_target t;
+  pg_error pe;
+  if (pg_decode_close(m->data, m->len, &t, &pe) != MR_OK) {
+    ext_pg_error(c, &pe);
     return;
   }
-  if (what == 'S')
-    drop_stmt(c, name);
+  if (t.kind == 'S')
+    drop_stmt(c, t.name);
   else
-    drop_portal(c, name);
+    drop_portal(c, t.name);
   send_simple(c, '3'); /* CloseComplete */
 }
 
@@ -673,9 +718,10 @@ static void on_sync(conn *c) {
 /* ---- the query loop -------------------------------------------------------- */
 
 static void on_query(conn *c, pg_msg *m) {
-  const char *q = pg_msg_str(m);
-  if (m->bad) {
-    send_error(c, "ERROR", "08P01", "malformed Query message");
+  const char *q;
+  pg_error pe;
+  if (pg_decode_query(m->data, m->len, &q, &pe) != MR_OK) {
+    send_error(c, "ERROR", pe.sqlstate, pe.base.msg);
     send_ready(c);
     return;
   }
@@ -688,9 +734,11 @@ static void on_query(conn *c, pg_msg *m) {
 
 static void send_session_start(conn *c) {
   send_param_status(c, "server_version", sql_session_guc(c->session, "server_version"));
-  static const char *const names[] = {"server_encoding", "client_encoding", "DateStyle",
-                                      "TimeZone", "integer_datetimes", "standard_conforming_strings",
-                                      "IntervalStyle", "is_superuser", "application_name", NULL};
+  static const char *const names[] = {"server_encoding",   "client_encoding",
+                                      "DateStyle",         "TimeZone",
+                                      "integer_datetimes", "standard_conforming_strings",
+                                      "IntervalStyle",     "is_superuser",
+                                      "application_name",  NULL};
   for (size_t i = 0; names[i]; i++) {
     const char *v = sql_session_guc(c->session, names[i]);
     send_param_status(c, names[i], v ? v : "");
@@ -708,12 +756,8 @@ static void query_loop(conn *c) {
     pg_msg m;
     mr_error e;
     pg_msg_free(&c->copy_msg);
-    mr_status rc = pg_read_message(&c->in, &m, &e);
-    if (rc) {
-      if (rc == MR_ERR_INVALID) {
-        send_error(c, "FATAL", "08P01", e.msg);
-        flush(c);
-      }
+    if (pg_read_message(&c->in, &m, &e) != MR_OK) {
+      read_failed(c, &e);
       return;
     }
     if (c->skip_to_sync && m.type != 'S' && m.type != 'X') {
@@ -755,9 +799,8 @@ static void query_loop(conn *c) {
     default: {
       char msg[64];
       snprintf(msg, sizeof msg, "invalid frontend message type %d", (unsigned char)m.type);
-      send_error(c, "FATAL", "08P01", msg);
-      flush(c);
       pg_msg_free(&m);
+      fatal(c, "08P01", msg);
       return;
     }
     }
@@ -777,8 +820,7 @@ void pg_conn_run(const pg_conn_args *a) {
   if (!startup(c))
     goto done;
   if (a->over_limit) {
-    send_error(c, "FATAL", "53300", "sorry, too many clients already (too many connections)");
-    flush(c);
+    fatal(c, "53300", "sorry, too many clients already (too many connections)");
     goto done;
   }
   if (!authenticate(c))

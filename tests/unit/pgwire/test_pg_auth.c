@@ -66,6 +66,38 @@ static void nonce_and_binding_are_checked(void **state) {
   assert_int_equal(pg_scram_client_final(&s, "garbage", 7, out, sizeof out, &err), MR_ERR_INVALID);
 }
 
+/* The proof must be the last attribute and follow the others: a final
+ * message starting with "p=" or with attributes after the proof is
+ * refused before any proof arithmetic. */
+static void proof_position_is_checked(void **state) {
+  pg_scram s;
+  mr_error err;
+  assert_int_equal(pg_scram_init_fixed(&s, "pencil", salt, sizeof salt, 4096,
+                                       "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0", &err),
+                   MR_OK);
+  char out[512];
+  assert_int_equal(
+      pg_scram_client_first(&s, client_first, strlen(client_first), out, sizeof out, &err), MR_OK);
+  static const char proof_first[] = "p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=,c=biws,"
+                                    "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
+  assert_int_equal(
+      pg_scram_client_final(&s, proof_first, strlen(proof_first), out, sizeof out, &err),
+      MR_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "malformed"));
+  char proof_not_last[256];
+  snprintf(proof_not_last, sizeof proof_not_last, "%s,x=1", client_final);
+  assert_int_equal(
+      pg_scram_client_final(&s, proof_not_last, strlen(proof_not_last), out, sizeof out, &err),
+      MR_ERR_INVALID);
+  assert_non_null(strstr(err.msg, "malformed"));
+  /* a length that stops inside the proof: only len bytes count */
+  assert_int_equal(
+      pg_scram_client_final(&s, client_final, strlen(client_final) - 4, out, sizeof out, &err),
+      MR_ERR_INVALID);
+  assert_int_equal(
+      pg_scram_client_final(&s, client_final, strlen(client_final), out, sizeof out, &err), MR_OK);
+}
+
 static void password_file_first_line(void **state) {
   char path[] = "/tmp/moraine-pw-XXXXXX";
   int fd = mkstemp(path);
@@ -89,6 +121,7 @@ int main(void) {
       cmocka_unit_test(rfc7677_vector),
       cmocka_unit_test(wrong_password_is_refused),
       cmocka_unit_test(nonce_and_binding_are_checked),
+      cmocka_unit_test(proof_position_is_checked),
       cmocka_unit_test(password_file_first_line),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

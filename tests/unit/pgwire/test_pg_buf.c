@@ -1,10 +1,12 @@
 /* test_pg_buf.c — message framing: lengths patched once, sticky failure,
- * bounds-checked parsing, and the reader's length checks. */
+ * bounds-checked parsing, and the reader's length checks (per-type limits,
+ * bodies larger than one read step). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -121,11 +123,81 @@ static void reader_checks_lengths(void **state) {
   assert_int_equal(read_from(big_startup, sizeof big_startup, 1024, &m, true), MR_ERR_INVALID);
 }
 
+/* Per-type limits: small messages (Sync, ...) are refused early, and a
+ * huge declared length only fails when the bytes do not come. */
+static void reader_limits_by_type(void **state) {
+  pg_msg m;
+  size_t max = (size_t)256 << 20;
+  static const uint8_t big_sync[] = {'S', 0, 0, 0x4E, 0x24}; /* 20004 */
+  assert_int_equal(read_from(big_sync, sizeof big_sync, max, &m, false), MR_ERR_INVALID);
+  static const uint8_t big_query[] = {'Q', 0, 0, 0x4E, 0x24, 'a'};
+  assert_int_equal(read_from(big_query, sizeof big_query, max, &m, false), MR_ERR_IO);
+  static const uint8_t huge_bind[] = {'B', 0x0C, 0x80, 0x00, 0x04, 'a', 'b', 'c'}; /* 200 MiB */
+  assert_int_equal(read_from(huge_bind, sizeof huge_bind, max, &m, false), MR_ERR_IO);
+  static const uint8_t over_max[] = {'B', 0x10, 0x00, 0x00, 0x05};
+  assert_int_equal(read_from(over_max, sizeof over_max, max, &m, false), MR_ERR_INVALID);
+}
+
+typedef struct writer {
+  int fd;
+  const uint8_t *data;
+  size_t n;
+} writer;
+
+static void *write_all(void *arg) {
+  writer *w = arg;
+  size_t off = 0;
+  while (off < w->n) {
+    ssize_t k = write(w->fd, w->data + off, w->n - off);
+    if (k <= 0)
+      break;
+    off += (size_t)k;
+  }
+  close(w->fd);
+  return NULL;
+}
+
+/* A body larger than the first read step arrives whole and in order. */
+static void reader_reads_large_bodies(void **state) {
+  size_t body = 300000;
+  uint8_t *bytes = malloc(body + 5);
+  assert_non_null(bytes);
+  bytes[0] = 'd';
+  uint32_t len = (uint32_t)body + 4;
+  bytes[1] = (uint8_t)(len >> 24);
+  bytes[2] = (uint8_t)(len >> 16);
+  bytes[3] = (uint8_t)(len >> 8);
+  bytes[4] = (uint8_t)len;
+  for (size_t i = 0; i < body; i++)
+    bytes[5 + i] = (uint8_t)(i * 7);
+  int sv[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  writer w = {sv[1], bytes, body + 5};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, write_all, &w), 0);
+  pg_reader *r = calloc(1, sizeof *r);
+  r->fd = sv[0];
+  r->max_message = (size_t)1 << 20;
+  pg_msg m;
+  mr_error err;
+  assert_int_equal(pg_read_message(r, &m, &err), MR_OK);
+  assert_int_equal(m.type, 'd');
+  assert_int_equal(m.len, body);
+  assert_memory_equal(m.data, bytes + 5, body);
+  assert_int_equal(m.data[body], 0);
+  pg_msg_free(&m);
+  pthread_join(t, NULL);
+  free(r);
+  close(sv[0]);
+  free(bytes);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(message_length_is_patched), cmocka_unit_test(integers_are_big_endian),
       cmocka_unit_test(flush_writes_and_empties),  cmocka_unit_test(failed_flag_is_sticky),
       cmocka_unit_test(msg_getters_are_bounds_checked), cmocka_unit_test(reader_checks_lengths),
+      cmocka_unit_test(reader_limits_by_type),          cmocka_unit_test(reader_reads_large_bodies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
