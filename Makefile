@@ -51,7 +51,7 @@ valgrind: build
 
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Debug -DMORAINE_FUZZ=ON >/dev/null
-	cmake --build build-fuzz -j$(JOBS) --target fuzz_key_decode fuzz_value_decode
+	cmake --build build-fuzz -j$(JOBS) --target fuzz_key_decode fuzz_value_decode fuzz_pg_message
 	@for f in build-fuzz/tests/fuzz/fuzz_*; do \
 	  [ -x "$$f" ] || continue; \
 	  echo "fuzz: $$f for $(FUZZ_SECONDS)s"; \
