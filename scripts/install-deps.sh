@@ -48,7 +48,7 @@ if [ ! -f "$deps/duckdb/libduckdb.so" ] || [ ! -f "$deps/duckdb/duckdb.h" ] ||
   tar -xzf "$tmp"/duckdb-node-bindings-linux-x64-*.tgz -C "$tmp" package/libduckdb.so
   cp "$tmp/package/libduckdb.so" "$deps/duckdb/libduckdb.so"
   log "duckdb.h $DUCKDB_VERSION"
-  python3 -m pip download -q --no-deps --no-binary :all: -d "$tmp" "duckdb==$DUCKDB_VERSION"
+  python3 -m pip download -q --no-deps --no-binary duckdb -d "$tmp" "duckdb==$DUCKDB_VERSION"
   tar -xzf "$tmp/duckdb-$DUCKDB_VERSION.tar.gz" -C "$tmp" \
     "duckdb-$DUCKDB_VERSION/external/duckdb/src/include/duckdb.h"
   cp "$tmp/duckdb-$DUCKDB_VERSION/external/duckdb/src/include/duckdb.h" "$deps/duckdb/duckdb.h"

@@ -781,6 +781,12 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
   return MR_OK;
 }
 
+/* The spec tables the mapping table persists: the only ones a client may
+ * create (sql_plan admits their CREATE, the session asks this). */
+static bool catalog_known_table(void *ctx, const char *table) {
+  return catalog_table_find(table) != NULL;
+}
+
 static void catalog_finished(void *ctx, const sql_changes *changes, bool committed) {
   catalog *c = ctx;
   if (!committed && !c->failed) {
@@ -805,6 +811,6 @@ mr_status catalog_open(store *st, sql_engine *e, catalog **out, mr_error *err) {
 void catalog_free(catalog *c) { free(c); }
 
 void catalog_install_hooks(catalog *c) {
-  sql_commit_hooks h = {c, catalog_prepare, catalog_finished};
+  sql_commit_hooks h = {c, catalog_prepare, catalog_finished, catalog_known_table};
   sql_engine_set_commit_hooks(c->e, &h);
 }

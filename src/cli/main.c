@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "sql/sql_admit.h"
 #include "mr_version.h"
 
 static const char usage[] =
@@ -20,6 +21,9 @@ static const char usage[] =
     "  serve [--store URL] [--listen HOST:PORT] [--password-file FILE]\n"
     "        serve the catalog to DuckDB + DuckLake clients\n"
     "        (defaults: --store file://./moraine-data --listen 127.0.0.1:5433)\n"
+    "  admission-table\n"
+    "        print the statements, functions and relations clients may use\n"
+    "        (Markdown; docs/security.md holds it)\n"
     "\n"
     "options:\n"
     "  -h, --help      show this help and exit\n"
@@ -41,6 +45,10 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
     printf("moraine %s\n", MORAINE_VERSION);
     return 0;
+  }
+  if (strcmp(cmd, "admission-table") == 0) {
+    sql_admit_write_markdown(stdout);
+    return fflush(stdout) == 0 ? 0 : 1;
   }
   if (strcmp(cmd, "serve") == 0)
     return cli_serve(argc - 1, argv + 1);

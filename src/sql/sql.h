@@ -125,6 +125,9 @@ typedef struct sql_commit_hooks {
   mr_status (*prepare)(void *ctx, const sql_changes *changes, sql_error *err);
   /* Optional. Under the commit lock, after DuckDB's COMMIT ran. */
   void (*finished)(void *ctx, const sql_changes *changes, bool committed);
+  /* Is `table` one of DuckLake's spec tables the store keeps? A client may
+   * create only those (and inlined tables); without this hook, none. */
+  bool (*known_table)(void *ctx, const char *table);
 } sql_commit_hooks;
 
 /* ---- engine ----------------------------------------------------------- */

@@ -116,6 +116,25 @@ static char *query_string(duckdb_connection con, const char *sql) {
   return out;
 }
 
+/* Defence in depth behind the planner (sql_plan.h): once set up, the engine
+ * can reach no file, load no extension and change no global setting, so a
+ * statement the planner wrongly admitted still cannot touch the server.
+ * Session-local settings (the search path) stay settable. */
+static mr_status engine_lock_down(duckdb_connection con, sql_error *err) {
+  static const char *const steps[] = {
+      "SET enable_external_access = false",
+      "SET allow_community_extensions = false",
+      "SET allow_unsigned_extensions = false",
+      "SET lock_configuration = true",
+  };
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    mr_status rc = exec_on(con, steps[i], err);
+    if (rc)
+      return rc;
+  }
+  return MR_OK;
+}
+
 mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_error *err) {
   *out = NULL;
   sql_engine *e = calloc(1, sizeof *e);
@@ -164,6 +183,8 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   }
   if (rc == MR_OK)
     rc = exec_on(e->admin, e->search_path_sql, err);
+  if (rc == MR_OK)
+    rc = engine_lock_down(e->admin, err);
   if (rc) {
     sql_engine_close(e);
     return rc;

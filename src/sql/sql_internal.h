@@ -19,6 +19,7 @@
 
 #include "sql/sql.h"
 #include "sql/sql_lex.h"
+#include "sql/sql_plan.h"
 #include "sql/sql_types.h"
 #include "sql/sql_util.h"
 
@@ -63,6 +64,12 @@ typedef struct sql_guc {
   char *value;
 } sql_guc;
 
+/* A temporary table of a session: scratch space, never captured. */
+typedef struct sql_temp {
+  char *name;
+  bool on_commit_drop; /* dropped at the end of the transaction */
+} sql_temp;
+
 struct sql_session {
   sql_engine *e;
   duckdb_connection con;
@@ -77,8 +84,8 @@ struct sql_session {
   char *database;
   char show_buf[256];
   sql_prepared *prepared; /* list, for cleanup at close */
-  char **temp_drops;      /* ON COMMIT DROP temp tables of the open transaction */
-  size_t ntemp_drops;
+  sql_temp *temps;        /* temporary tables this session created */
+  size_t ntemps;
 };
 
 struct sql_prepared {
@@ -86,11 +93,11 @@ struct sql_prepared {
   sql_prepared *next;
   sql_prepared **prevp;
   char *sql;         /* as the client sent it */
+  sql_plans plans;   /* its admitted statements */
   sql_kind kind;
   bool multi;        /* several statements: NoData, run like a simple query */
   duckdb_prepared_statement ps; /* DuckDB-run kinds; NULL otherwise */
   duckdb_prepared_statement ps_text; /* text-format variant (sql_text_wrap) or NULL */
-  sql_dml_target dml;           /* SQL_KIND_DML: capture target */
   bool capture;                 /* ps has RETURNING * appended by moraine */
   size_t nparams;
   uint32_t *param_oids;

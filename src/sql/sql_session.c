@@ -18,6 +18,7 @@
 #include <strings.h>
 
 #include "sql/sql_internal.h"
+#include "sql/sql_plan.h"
 
 /* X(name, default) — GUCs SHOW knows before any SET. */
 #define GUC_DEFAULTS(X)                                                                    \
@@ -167,6 +168,53 @@ const char *sql_session_guc(sql_session *s, const char *name_in) {
   return NULL;
 }
 
+/* ---- temporary tables ----------------------------------------------------- */
+
+/* Temporary tables are session scratch space: they may be named by the
+ * session that made them and are never captured. The session keeps their
+ * names (the planner asks through sql_plan_env). */
+static bool session_is_temp(void *ctx, const char *name) {
+  sql_session *s = ctx;
+  for (size_t i = 0; i < s->ntemps; i++)
+    if (strcmp(s->temps[i].name, name) == 0)
+      return true;
+  return false;
+}
+
+static mr_status temp_add(sql_session *s, const char *name, bool on_commit_drop, sql_error *err) {
+  if (session_is_temp(s, name))
+    return MR_OK;
+  sql_temp *v = realloc(s->temps, (s->ntemps + 1) * sizeof *v);
+  if (v == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  s->temps = v;
+  s->temps[s->ntemps].name = sql_strdup(name);
+  s->temps[s->ntemps].on_commit_drop = on_commit_drop;
+  if (s->temps[s->ntemps].name == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  s->ntemps++;
+  return MR_OK;
+}
+
+static void temp_forget(sql_session *s, size_t i) {
+  free(s->temps[i].name);
+  s->temps[i] = s->temps[--s->ntemps];
+}
+
+static void temp_remove(sql_session *s, const char *name) {
+  for (size_t i = 0; i < s->ntemps; i++)
+    if (strcmp(s->temps[i].name, name) == 0) {
+      temp_forget(s, i);
+      return;
+    }
+}
+
+static bool target_is_temp(sql_session *s, const sql_dml_target *d) {
+  if (d->schema && strcmp(d->schema, "temp") != 0 && strcmp(d->schema, "pg_temp") != 0)
+    return false;
+  return session_is_temp(s, d->table);
+}
+
 /* ---- sessions ----------------------------------------------------------- */
 
 mr_status sql_session_open(sql_engine *e, const char *user, const char *database, sql_session **out,
@@ -209,6 +257,9 @@ void sql_session_close(sql_session *s) {
     duckdb_disconnect(&s->con);
   sql_capture_clear(&s->cap);
   guc_reset_all(s);
+  while (s->ntemps)
+    temp_forget(s, 0);
+  free(s->temps);
   free(s->user);
   free(s->database);
   free(s);
@@ -232,23 +283,26 @@ static mr_status begin_txn(sql_session *s, bool implicit, sql_error *err) {
   return MR_OK;
 }
 
-/* Drops the ON COMMIT DROP temporary tables at the end of a transaction. */
-static void drop_temps(sql_session *s) {
-  for (size_t i = 0; i < s->ntemp_drops; i++) {
-    char *q = sql_quote_ident(s->temp_drops[i]);
+/* Drops the ON COMMIT DROP temporary tables at the end of a transaction
+ * (all of them: DISCARD ALL). */
+static void drop_temps(sql_session *s, bool all) {
+  for (size_t i = 0; i < s->ntemps;) {
+    if (!all && !s->temps[i].on_commit_drop) {
+      i++;
+      continue;
+    }
+    char *q = sql_quote_ident(s->temps[i].name);
     sql_strbuf b = {0};
     sql_strbuf_addf(&b, "DROP TABLE IF EXISTS temp.main.%s", q ? q : "\"\"");
     char *sql = sql_strbuf_take(&b);
     sql_error ignore;
     if (sql && duck_exec(s, sql, &ignore)) {
+      /* already gone: dropped by the client */
     }
     free(sql);
     free(q);
-    free(s->temp_drops[i]);
+    temp_forget(s, i);
   }
-  free(s->temp_drops);
-  s->temp_drops = NULL;
-  s->ntemp_drops = 0;
 }
 
 static void rollback_txn(sql_session *s) {
@@ -260,7 +314,7 @@ static void rollback_txn(sql_session *s) {
   s->status = 'I';
   s->implicit = false;
   s->read_only = false;
-  drop_temps(s);
+  drop_temps(s, false);
 }
 
 /* The commit protocol of sql.h: hooks.prepare, then DuckDB's COMMIT, under
@@ -308,7 +362,7 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
   s->status = 'I';
   s->implicit = false;
   s->read_only = false;
-  drop_temps(s);
+  drop_temps(s, false);
   return MR_OK;
 }
 
@@ -316,25 +370,6 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
 
 static const char *dml_tag(int op) {
   return op == SQL_CHANGE_INSERT ? "INSERT 0" : op == SQL_CHANGE_UPDATE ? "UPDATE" : "DELETE";
-}
-
-/* Does an unqualified (or temp.) DML target name a temporary table? */
-static bool target_is_temp(sql_session *s, const sql_dml_target *d) {
-  if (d->schema && strcmp(d->schema, "temp") != 0)
-    return false;
-  duckdb_prepared_statement ps;
-  bool temp = false;
-  if (duckdb_prepare(s->con,
-                     "SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = $1",
-                     &ps) == DuckDBSuccess) {
-    duckdb_bind_varchar(ps, 1, d->table);
-    duckdb_result r;
-    if (duckdb_execute_prepared(ps, &r) == DuckDBSuccess)
-      temp = duckdb_value_int64(&r, 0, 0) > 0;
-    duckdb_destroy_result(&r);
-  }
-  duckdb_destroy_prepare(&ps);
-  return temp;
 }
 
 /* sql + "RETURNING <every column as text>" (sql_capture_returning). */
@@ -392,22 +427,16 @@ static mr_status read_only_check(sql_session *s, sql_kind kind, const char *sql,
 }
 
 /* CREATE [LOCAL|GLOBAL] TEMP[ORARY] TABLE ...: DuckDB knows neither LOCAL
- * nor ON COMMIT DROP, so both are cut; the table is dropped at the end of
- * the transaction instead. Returns true for a temporary table (never
- * captured: it is not catalog state). *sql is replaced when cut. */
-static bool temp_ddl(sql_session *s, const char *stmt, const sql_toks *t, char **sql) {
+ * nor ON COMMIT DROP, so both are cut (the planner has read the tree; these
+ * are the statement's own tokens); an ON COMMIT DROP table is dropped at the
+ * end of the transaction instead. *sql is replaced when cut. */
+static void temp_ddl_text(const char *stmt, const sql_toks *t, bool on_commit_drop, char **sql) {
   size_t i = 1;
   if (sql_tok_is(stmt, t, i, "local") || sql_tok_is(stmt, t, i, "global"))
     i++;
-  if (!sql_tok_is(stmt, t, 0, "create") ||
-      !(sql_tok_is(stmt, t, i, "temp") || sql_tok_is(stmt, t, i, "temporary")))
-    return false;
   size_t n = t->n;
-  bool on_commit_drop = n >= 3 && sql_tok_is(stmt, t, n - 3, "on") &&
-                        sql_tok_is(stmt, t, n - 2, "commit") && sql_tok_is(stmt, t, n - 1, "drop");
-  size_t name_at = i + 2; /* after TEMP TABLE */
-  if (sql_tok_is(stmt, t, name_at, "if"))
-    name_at += 3;
+  if (i >= n || (on_commit_drop && n < i + 3))
+    return;
   sql_strbuf b = {0};
   sql_strbuf_addn(&b, stmt, (size_t)t->v[0].end);
   sql_strbuf_add(&b, " ");
@@ -423,34 +452,103 @@ static bool temp_ddl(sql_session *s, const char *stmt, const sql_toks *t, char *
     }
     free(cut);
   }
-  if (on_commit_drop && name_at < n) {
-    const sql_tok *k = &t->v[name_at];
-    char *name = stmt[k->start] == '"' ? sql_unquote(stmt + k->start, (size_t)(k->end - k->start), '"')
-                                       : sql_strndup(stmt + k->start, (size_t)(k->end - k->start));
-    char **v = realloc(s->temp_drops, (s->ntemp_drops + 1) * sizeof *v);
-    if (name && v) {
-      s->temp_drops = v;
-      s->temp_drops[s->ntemp_drops++] = name;
-    } else {
-      free(name);
-      if (v)
-        s->temp_drops = v;
-    }
-  }
-  return true;
 }
 
-/* A statement DuckDB runs (DML, DDL, COPY, anything else), inside an open
- * transaction. Sends its results (with RowDescription when describe). */
-static mr_status run_in_duckdb(sql_session *s, const char *stmt, const sql_toks *t, sql_kind kind,
-                               const sql_sink *sink, sql_error *err) {
-  mr_status rc = read_only_check(s, kind, stmt, err);
+/* Does relation schema.name exist (as the session sees it)? */
+static bool relation_exists(sql_session *s, const char *schema, const char *name) {
+  char *qs = sql_quote_ident(schema), *qn = sql_quote_ident(name);
+  sql_strbuf b = {0};
+  sql_strbuf_addf(&b, "SELECT 1 FROM %s.%s LIMIT 0", qs ? qs : "\"\"", qn ? qn : "\"\"");
+  char *sql = sql_strbuf_take(&b);
+  free(qs);
+  free(qn);
+  duckdb_prepared_statement ps = NULL;
+  bool ok = sql && duckdb_prepare(s->con, sql, &ps) == DuckDBSuccess;
+  duckdb_destroy_prepare(&ps);
+  free(sql);
+  return ok;
+}
+
+/* The catalog-state checks of admitted DDL that the planner cannot make:
+ * a spec table is only ever re-created (IF NOT EXISTS), never invented; an
+ * inlined table belongs to a table DuckLake has registered (in this
+ * transaction or before). */
+static mr_status ddl_check(sql_session *s, const sql_plan *pl, sql_error *err) {
+  const sql_ddl *d = &pl->ddl;
+  if (d->kind != SQL_DDL_CREATE_TABLE)
+    return MR_OK;
+  const char *schema = d->schema ? d->schema : "public";
+  if (d->table_class == SQL_TABLE_SPEC) {
+    sql_engine *e = s->e;
+    if (e->has_hooks && e->hooks.known_table && e->hooks.known_table(e->hooks.ctx, d->name))
+      return MR_OK;
+    if (relation_exists(s, schema, d->name))
+      return MR_OK;
+    return sql_fail(err, MR_ERR_INVALID, "42501",
+                    "moraine does not admit CREATE TABLE %s: not a DuckLake catalog table", d->name);
+  }
+  char *qs = sql_quote_ident(schema);
+  sql_strbuf b = {0};
+  sql_strbuf_addf(&b, "SELECT count(*) FROM %s.ducklake_table WHERE table_id = %lld",
+                  qs ? qs : "\"\"", (long long)d->table_id);
+  char *sql = sql_strbuf_take(&b);
+  free(qs);
+  duckdb_result r;
+  int64_t n = 0;
+  if (sql && duckdb_query(s->con, sql, &r) == DuckDBSuccess)
+    n = duckdb_value_int64(&r, 0, 0);
+  duckdb_destroy_result(&r);
+  free(sql);
+  if (n > 0)
+    return MR_OK;
+  return sql_fail(err, MR_ERR_INVALID, "42501",
+                  "moraine does not admit CREATE TABLE %s: DuckLake table %lld does not exist",
+                  d->name, (long long)d->table_id);
+}
+
+static mr_status run_ddl(sql_session *s, const sql_plan *pl, char *sql, const sql_sink *sink,
+                         sql_error *err) {
+  const sql_ddl *d = &pl->ddl;
+  bool temp = d->kind == SQL_DDL_CREATE_TEMP ||
+              (d->kind == SQL_DDL_DROP_TABLE && d->table_class == SQL_TABLE_OTHER);
+  mr_status rc = ddl_check(s, pl, err);
+  if (rc)
+    return rc;
+  if (d->kind == SQL_DDL_CREATE_TEMP) {
+    sql_toks t;
+    rc = sql_lex_scan(pl->text, &t, err);
+    if (rc)
+      return rc;
+    temp_ddl_text(pl->text, &t, d->on_commit_drop, &sql);
+    sql_toks_free(&t);
+  }
+  rc = duck_exec(s, sql, err);
+  if (rc == MR_OK && !temp)
+    rc = sql_capture_ddl(&s->cap, sql, err);
+  if (rc == MR_OK && d->kind == SQL_DDL_CREATE_TEMP)
+    rc = temp_add(s, d->name, d->on_commit_drop, err);
+  if (rc == MR_OK && d->kind == SQL_DDL_DROP_TABLE && temp)
+    temp_remove(s, d->name);
+  return rc ? rc : complete(sink, pl->tag, err);
+}
+
+/* A statement DuckDB runs (SELECT, DML, DDL, COPY), inside an open
+ * transaction. Sends its results with a RowDescription. */
+static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sink *sink,
+                               sql_error *err) {
+  const char *stmt = pl->text;
+  mr_status rc = read_only_check(s, pl->kind, stmt, err);
   if (rc)
     return rc;
   char tag[64];
-  if (kind == SQL_KIND_COPY) {
+  if (pl->kind == SQL_KIND_COPY) {
+    sql_toks t;
+    rc = sql_lex_scan(stmt, &t, err);
+    if (rc)
+      return rc;
     sql_copy_stmt c;
-    rc = sql_lex_parse_copy(stmt, t, &c, err);
+    rc = sql_lex_parse_copy(stmt, &t, &c, err);
+    sql_toks_free(&t);
     uint64_t n = 0;
     if (rc == MR_OK && c.from_stdin && s->read_only)
       rc = sql_fail(err, MR_ERR_INVALID, "25006", "cannot execute COPY FROM in a read-only transaction");
@@ -466,86 +564,57 @@ static mr_status run_in_duckdb(sql_session *s, const char *stmt, const sql_toks 
   rc = sql_rewrite(stmt, &sql, err);
   if (rc)
     return rc;
-  if (kind == SQL_KIND_DML) {
-    sql_dml_target d;
-    rc = sql_lex_dml_target(stmt, t, &d, err);
-    if (rc == MR_OK && !d.has_returning) {
+  if (pl->kind == SQL_KIND_DDL) {
+    rc = run_ddl(s, pl, sql, sink, err);
+    return rc;
+  }
+  if (pl->kind == SQL_KIND_DML) {
+    const sql_dml_target *d = &pl->dml;
+    if (!d->has_returning) {
       uint64_t n = 0;
-      rc = sql_run_dml(s, sql, &d, &n, err);
-      snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(d.op), n);
-      sql_dml_target_free(&d);
+      rc = sql_run_dml(s, sql, d, &n, err);
+      snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(d->op), n);
       free(sql);
       return rc ? rc : complete(sink, tag, err);
     }
-    if (rc == MR_OK) {
-      /* the client's own RETURNING: its rows go to the client; the change
-       * is captured from them as far as they go (see docs/pgwire.md) */
-      duckdb_result r;
-      if (duckdb_query(s->con, sql, &r) != DuckDBSuccess) {
-        rc = sql_fail_duckdb(err, duckdb_result_error(&r));
-      } else {
-        uint64_t n = 0;
-        rc = sql_send_result(s, &r, NULL, true, 0, NULL, sink, &n, err);
-        snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(d.op), n);
-      }
-      duckdb_destroy_result(&r);
+    /* the client's own RETURNING: its rows go to the client; the change
+     * is captured from them as far as they go (see docs/pgwire.md) */
+    duckdb_result r;
+    if (duckdb_query(s->con, sql, &r) != DuckDBSuccess) {
+      rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+    } else {
+      uint64_t n = 0;
+      rc = sql_send_result(s, &r, NULL, true, 0, NULL, sink, &n, err);
+      snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(d->op), n);
     }
-    sql_dml_target_free(&d);
+    duckdb_destroy_result(&r);
     free(sql);
     return rc ? rc : complete(sink, tag, err);
   }
+  /* SELECTs are prepared first to learn their column types */
   duckdb_result r;
   duckdb_prepared_statement ps = NULL, ps_text = NULL;
-  bool ok, temp = false;
-  if (kind == SQL_KIND_DDL) {
-    temp = temp_ddl(s, stmt, t, &sql);
-    ok = duckdb_query(s->con, sql, &r) == DuckDBSuccess;
-  } else {
-    /* SELECTs are prepared first to learn their column types */
-    if (duckdb_prepare(s->con, sql, &ps) != DuckDBSuccess) {
-      rc = sql_fail_duckdb(err, duckdb_prepare_error(ps));
-      duckdb_destroy_prepare(&ps);
-      free(sql);
-      return rc;
-    }
-    char *wrapped = sql_text_wrap(ps, sql);
-    if (wrapped && duckdb_prepare(s->con, wrapped, &ps_text) != DuckDBSuccess) {
-      duckdb_destroy_prepare(&ps_text);
-      ps_text = NULL;
-    }
-    free(wrapped);
-    ok = duckdb_execute_prepared(ps_text ? ps_text : ps, &r) == DuckDBSuccess;
-  }
-  if (!ok) {
-    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
-    duckdb_destroy_result(&r);
-    if (ps)
-      duckdb_destroy_prepare(&ps);
-    if (ps_text)
-      duckdb_destroy_prepare(&ps_text);
+  if (duckdb_prepare(s->con, sql, &ps) != DuckDBSuccess) {
+    rc = sql_fail_duckdb(err, duckdb_prepare_error(ps));
+    duckdb_destroy_prepare(&ps);
     free(sql);
     return rc;
   }
-  if (kind == SQL_KIND_DDL) {
-    if (!temp)
-      rc = sql_capture_ddl(&s->cap, sql, err);
-    char *ddl = sql_lex_ddl_tag(stmt, t);
-    snprintf(tag, sizeof tag, "%s", ddl ? ddl : "CREATE");
-    free(ddl);
-  } else if (duckdb_result_statement_type(r) == DUCKDB_STATEMENT_TYPE_SELECT ||
-             duckdb_column_count(&r) > 0) {
+  char *wrapped = sql_text_wrap(ps, sql);
+  if (wrapped && duckdb_prepare(s->con, wrapped, &ps_text) != DuckDBSuccess) {
+    duckdb_destroy_prepare(&ps_text);
+    ps_text = NULL;
+  }
+  free(wrapped);
+  if (duckdb_execute_prepared(ps_text ? ps_text : ps, &r) != DuckDBSuccess) {
+    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+  } else {
     uint64_t n = 0;
     rc = sql_send_result(s, &r, ps, true, 0, NULL, sink, &n, err);
     snprintf(tag, sizeof tag, "SELECT %" PRIu64, n);
-  } else {
-    size_t len = (size_t)(t->v[0].end - t->v[0].start);
-    snprintf(tag, sizeof tag, "%.*s", (int)(len < 32 ? len : 32), stmt + t->v[0].start);
-    for (char *p = tag; *p; p++)
-      *p = (char)toupper((unsigned char)*p);
   }
   duckdb_destroy_result(&r);
-  if (ps)
-    duckdb_destroy_prepare(&ps);
+  duckdb_destroy_prepare(&ps);
   if (ps_text)
     duckdb_destroy_prepare(&ps_text);
   free(sql);
@@ -577,7 +646,7 @@ static mr_status set(sql_session *s, const char *stmt, const sql_toks *t, const 
                      sql_error *err) {
   char *name, *value;
   mr_status rc = sql_lex_parse_set(stmt, t, &name, &value, err);
-  if (rc == MR_OK) {
+  if (rc == MR_OK && name != NULL) {
     if (value == NULL)
       guc_reset(s, name);
     else
@@ -593,58 +662,20 @@ static mr_status set(sql_session *s, const char *stmt, const sql_toks *t, const 
   return rc ? rc : complete(sink, "SET", err);
 }
 
-/* One statement of a simple query (or a session command in the extended
- * protocol). An autocommit statement gets its own implicit transaction. */
-static mr_status run_statement(sql_session *s, const char *stmt, const sql_sink *sink,
-                               sql_error *err) {
+/* SET / SHOW / RESET: the session's own parameters, never the engine's. */
+static mr_status run_guc_command(sql_session *s, const sql_plan *pl, const sql_sink *sink,
+                                 sql_error *err) {
   sql_toks t;
-  mr_status rc = sql_lex_scan(stmt, &t, err);
+  mr_status rc = sql_lex_scan(pl->text, &t, err);
   if (rc)
     return rc;
-  sql_kind kind = sql_lex_classify(stmt, &t);
-  if (s->status == 'E' && kind != SQL_KIND_COMMIT && kind != SQL_KIND_ROLLBACK) {
-    sql_toks_free(&t);
-    return sql_fail(err, MR_ERR_INVALID, "25P02",
-                    "current transaction is aborted, commands ignored until end of transaction "
-                    "block");
-  }
-  switch (kind) {
-  case SQL_KIND_BEGIN:
-    if (s->status == 'I')
-      rc = begin_txn(s, false, err);
-    else
-      s->implicit = false; /* an implicit block becomes explicit */
-    if (rc == MR_OK && sql_lex_begin_read_only(stmt, &t))
-      s->read_only = true;
-    if (rc == MR_OK)
-      rc = complete(sink, "BEGIN", err);
-    break;
-  case SQL_KIND_COMMIT:
-    if (s->status == 'E') {
-      rollback_txn(s);
-      rc = complete(sink, "ROLLBACK", err);
-    } else if (s->status == 'T') {
-      rc = commit_txn(s, err);
-      if (rc == MR_OK)
-        rc = complete(sink, "COMMIT", err);
-    } else {
-      rc = complete(sink, "COMMIT", err);
-    }
-    break;
-  case SQL_KIND_ROLLBACK:
-    if (s->status != 'I')
-      rollback_txn(s);
-    rc = complete(sink, "ROLLBACK", err);
-    break;
-  case SQL_KIND_SET:
-    rc = set(s, stmt, &t, sink, err);
-    break;
-  case SQL_KIND_SHOW:
-    rc = show(s, stmt, &t, sink, err);
-    break;
-  case SQL_KIND_RESET: {
+  if (pl->kind == SQL_KIND_SET) {
+    rc = set(s, pl->text, &t, sink, err);
+  } else if (pl->kind == SQL_KIND_SHOW) {
+    rc = show(s, pl->text, &t, sink, err);
+  } else {
     char *name;
-    rc = sql_lex_parse_name_after(stmt, &t, 1, &name, err);
+    rc = sql_lex_parse_name_after(pl->text, &t, 1, &name, err);
     if (rc == MR_OK) {
       if (strcmp(name, "all") == 0)
         guc_reset_all(s);
@@ -653,47 +684,70 @@ static mr_status run_statement(sql_session *s, const char *stmt, const sql_sink 
       free(name);
       rc = complete(sink, "RESET", err);
     }
-    break;
   }
-  case SQL_KIND_DISCARD:
-    if (s->status != 'I' && !s->implicit) {
-      rc = sql_fail(err, MR_ERR_INVALID, "25001",
-                    "DISCARD ALL cannot run inside a transaction block");
-    } else {
-      guc_reset_all(s);
-      rc = complete(sink, "DISCARD ALL", err);
+  sql_toks_free(&t);
+  return rc;
+}
+
+/* One admitted statement (of a simple query, or a session command of the
+ * extended protocol). An autocommit statement gets its own implicit
+ * transaction. */
+static mr_status run_plan(sql_session *s, const sql_plan *pl, const sql_sink *sink,
+                          sql_error *err) {
+  mr_status rc = MR_OK;
+  if (s->status == 'E' && pl->kind != SQL_KIND_COMMIT && pl->kind != SQL_KIND_ROLLBACK)
+    return sql_fail(err, MR_ERR_INVALID, "25P02",
+                    "current transaction is aborted, commands ignored until end of transaction "
+                    "block");
+  switch (pl->kind) {
+  case SQL_KIND_BEGIN:
+    if (s->status == 'I')
+      rc = begin_txn(s, false, err);
+    else
+      s->implicit = false; /* an implicit block becomes explicit */
+    if (rc == MR_OK && pl->begin_read_only)
+      s->read_only = true;
+    return rc ? rc : complete(sink, "BEGIN", err);
+  case SQL_KIND_COMMIT:
+    if (s->status == 'E') {
+      rollback_txn(s);
+      return complete(sink, "ROLLBACK", err);
     }
-    break;
-  case SQL_KIND_NOOP: {
-    char tag[32];
-    size_t len = t.n ? (size_t)(t.v[0].end - t.v[0].start) : 0;
-    snprintf(tag, sizeof tag, "%.*s", (int)(len < 24 ? len : 24), t.n ? stmt + t.v[0].start : "");
-    for (char *p = tag; *p; p++)
-      *p = (char)toupper((unsigned char)*p);
-    rc = complete(sink, tag, err);
-    break;
-  }
-  case SQL_KIND_UNSUPPORTED:
-    rc = sql_fail(err, MR_ERR_INVALID, "0A000", "%.*s is not supported by moraine",
-                  t.v[0].end - t.v[0].start, stmt + t.v[0].start);
-    break;
+    if (s->status == 'T')
+      rc = commit_txn(s, err);
+    return rc ? rc : complete(sink, "COMMIT", err);
+  case SQL_KIND_ROLLBACK:
+    if (s->status != 'I')
+      rollback_txn(s);
+    return complete(sink, "ROLLBACK", err);
+  case SQL_KIND_SET:
+  case SQL_KIND_SHOW:
+  case SQL_KIND_RESET:
+    return run_guc_command(s, pl, sink, err);
+  case SQL_KIND_DISCARD:
+    if (s->status != 'I' && !s->implicit)
+      return sql_fail(err, MR_ERR_INVALID, "25001",
+                      "DISCARD ALL cannot run inside a transaction block");
+    guc_reset_all(s);
+    drop_temps(s, true);
+    return complete(sink, "DISCARD ALL", err);
+  case SQL_KIND_NOOP:
+    return complete(sink, pl->tag ? pl->tag : "", err);
   default: {
     bool autocommit = s->status == 'I';
     if (autocommit)
       rc = begin_txn(s, true, err);
     if (rc == MR_OK)
-      rc = run_in_duckdb(s, stmt, &t, kind, sink, err);
+      rc = run_in_duckdb(s, pl, sink, err);
     if (autocommit && s->status == 'T' && s->implicit) {
       if (rc)
         rollback_txn(s);
       else
         rc = commit_txn(s, err);
     }
-    break;
+    return rc;
   }
   }
-  sql_toks_free(&t);
-  return rc;
 }
 
 /* After an error inside a transaction: PostgreSQL's rules. */
@@ -706,27 +760,35 @@ static void after_error(sql_session *s) {
     s->status = 'E';
 }
 
+static mr_status plan(sql_session *s, const char *query, sql_plans *out, sql_error *err) {
+  sql_plan_env env = {s, session_is_temp};
+  mr_status rc = sql_plan_query(query, &env, out, err);
+  if (rc && err && (strcmp(err->sqlstate, "42501") == 0 || strcmp(err->sqlstate, "0A000") == 0))
+    fprintf(stderr, "moraine: refused (%s) from %s: %s\n", err->sqlstate, s->user, err->base.msg);
+  return rc;
+}
+
 mr_status sql_session_simple_query(sql_session *s, const char *query, const sql_sink *sink,
                                    sql_error *err) {
-  sql_stmts st;
-  mr_status rc = sql_lex_split(query, &st, err);
+  sql_plans plans;
+  mr_status rc = plan(s, query, &plans, err);
   if (rc) {
     after_error(s);
     return rc;
   }
-  if (st.n == 0) {
-    sql_stmts_free(&st);
+  if (plans.n == 0) {
+    sql_plans_free(&plans);
     return SQL_SINK_CALL0(sink, empty_query) ? lost(err) : MR_OK;
   }
-  if (st.n > 1 && s->status == 'I')
+  if (plans.n > 1 && s->status == 'I')
     rc = begin_txn(s, true, err);
-  for (size_t i = 0; rc == MR_OK && i < st.n; i++)
-    rc = run_statement(s, st.v[i], sink, err);
+  for (size_t i = 0; rc == MR_OK && i < plans.n; i++)
+    rc = run_plan(s, &plans.v[i], sink, err);
   if (rc)
     after_error(s);
   else if (s->status == 'T' && s->implicit)
     rc = commit_txn(s, err);
-  sql_stmts_free(&st);
+  sql_plans_free(&plans);
   return rc;
 }
 
@@ -734,6 +796,7 @@ void sql_session_reset(sql_session *s) {
   if (s->status != 'I')
     rollback_txn(s);
   guc_reset_all(s);
+  drop_temps(s, true);
 }
 
 /* ---- extended protocol -------------------------------------------------- */
@@ -789,53 +852,46 @@ mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_o
     sql_prepared_free(p);
     return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
   }
-  sql_stmts st;
-  mr_status rc = sql_lex_split(query, &st, err);
+  mr_status rc = plan(s, query, &p->plans, err);
   if (rc) {
     sql_prepared_free(p);
     return rc;
   }
-  if (st.n > 1) {
+  if (p->plans.n > 1) {
     p->multi = true;
     p->kind = SQL_KIND_OTHER;
-  } else if (st.n == 1) {
-    sql_toks t;
-    rc = sql_lex_scan(st.v[0], &t, err);
-    if (rc == MR_OK) {
-      p->kind = sql_lex_classify(st.v[0], &t);
-      if (p->kind == SQL_KIND_OTHER || p->kind == SQL_KIND_DML || p->kind == SQL_KIND_DDL) {
-        char *sql = NULL;
-        rc = sql_rewrite(st.v[0], &sql, err);
-        if (rc == MR_OK && p->kind == SQL_KIND_DML) {
-          rc = sql_lex_dml_target(st.v[0], &t, &p->dml, err);
-          if (rc == MR_OK && !p->dml.has_returning) {
-            char *full = with_returning(s, sql, &p->dml, err);
-            free(sql);
-            sql = full;
-            p->capture = true;
-            if (sql == NULL)
-              rc = err ? err->base.code : MR_ERR_INVALID;
-          }
-        }
-        if (rc == MR_OK && duckdb_prepare(s->con, sql, &p->ps) != DuckDBSuccess) {
-          rc = sql_fail_duckdb(err, duckdb_prepare_error(p->ps));
-          duckdb_destroy_prepare(&p->ps);
-          p->ps = NULL;
-        }
-        if (rc == MR_OK && p->kind == SQL_KIND_OTHER) {
-          char *wrapped = sql_text_wrap(p->ps, sql);
-          if (wrapped && duckdb_prepare(s->con, wrapped, &p->ps_text) != DuckDBSuccess) {
-            duckdb_destroy_prepare(&p->ps_text);
-            p->ps_text = NULL;
-          }
-          free(wrapped);
-        }
+  } else if (p->plans.n == 1) {
+    /* SELECT and DML are prepared in DuckDB (they take parameters); every
+     * other statement runs as a session command at Execute */
+    const sql_plan *pl = &p->plans.v[0];
+    p->kind = pl->kind;
+    if (p->kind == SQL_KIND_OTHER || p->kind == SQL_KIND_DML) {
+      char *sql = NULL;
+      rc = sql_rewrite(pl->text, &sql, err);
+      if (rc == MR_OK && p->kind == SQL_KIND_DML && !pl->dml.has_returning) {
+        char *full = with_returning(s, sql, &pl->dml, err);
         free(sql);
+        sql = full;
+        p->capture = true;
+        if (sql == NULL)
+          rc = err ? err->base.code : MR_ERR_INVALID;
       }
-      sql_toks_free(&t);
+      if (rc == MR_OK && duckdb_prepare(s->con, sql, &p->ps) != DuckDBSuccess) {
+        rc = sql_fail_duckdb(err, duckdb_prepare_error(p->ps));
+        duckdb_destroy_prepare(&p->ps);
+        p->ps = NULL;
+      }
+      if (rc == MR_OK && p->kind == SQL_KIND_OTHER) {
+        char *wrapped = sql_text_wrap(p->ps, sql);
+        if (wrapped && duckdb_prepare(s->con, wrapped, &p->ps_text) != DuckDBSuccess) {
+          duckdb_destroy_prepare(&p->ps_text);
+          p->ps_text = NULL;
+        }
+        free(wrapped);
+      }
+      free(sql);
     }
   }
-  sql_stmts_free(&st);
   if (rc == MR_OK && p->ps) {
     p->nparams = duckdb_nparams(p->ps);
     p->param_oids = calloc(p->nparams ? p->nparams : 1, sizeof *p->param_oids);
@@ -865,7 +921,7 @@ void sql_prepared_free(sql_prepared *p) {
     duckdb_destroy_prepare(&p->ps);
   if (p->ps_text)
     duckdb_destroy_prepare(&p->ps_text);
-  sql_dml_target_free(&p->dml);
+  sql_plans_free(&p->plans);
   free(p->param_oids);
   free(p->sql);
   free(p);
@@ -958,10 +1014,10 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
                                const int16_t *result_formats, const sql_sink *sink,
                                sql_error *err) {
   if (p->multi || p->ps == NULL) {
-    if (p->kind == SQL_KIND_NOOP && !p->multi && p->sql[strspn(p->sql, " \t\r\n;")] == '\0')
+    if (!p->multi && p->plans.n == 0)
       return SQL_SINK_CALL0(sink, empty_query) ? lost(err) : MR_OK;
     if (!p->multi)
-      return run_statement(s, p->sql, sink, err); /* a session command */
+      return run_plan(s, &p->plans.v[0], sink, err); /* a session command */
     quiet_sink q = {sink, "SELECT 0"};
     sql_sink inner = *sink;
     inner.ctx = &q;
@@ -988,6 +1044,10 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
     return sql_fail(err, MR_ERR_INVALID, "08P01",
                     "bind message supplies %zu parameters, but prepared statement requires %zu",
                     nparams, p->nparams);
+  if (nparam_formats > 1 && nparam_formats != nparams)
+    return sql_fail(err, MR_ERR_INVALID, "08P01",
+                    "bind message has %zu parameter formats but %zu parameters", nparam_formats,
+                    nparams);
   mr_status rc = read_only_check(s, p->kind, p->sql, err);
   if (rc)
     return rc;
@@ -1015,31 +1075,17 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
     return rc;
   }
   char tag[64];
+  const sql_dml_target *dml = &p->plans.v[0].dml;
   if (p->capture) {
     uint64_t n = 0;
-    rc = sql_capture_result(&s->cap, s->con, s->e->dbname, p->dml.op,
-                            p->dml.schema ? p->dml.schema : "public", p->dml.table, &r, &n, err);
-    snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(p->dml.op), n);
-  } else if (p->kind == SQL_KIND_DDL) {
-    char *sql = NULL;
-    rc = sql_rewrite(p->sql, &sql, err);
-    if (rc == MR_OK)
-      rc = sql_capture_ddl(&s->cap, sql, err);
-    free(sql);
-    sql_toks t;
-    if (sql_lex_scan(p->sql, &t, NULL) == MR_OK) {
-      char *ddl = sql_lex_ddl_tag(p->sql, &t);
-      snprintf(tag, sizeof tag, "%s", ddl ? ddl : "CREATE");
-      free(ddl);
-      sql_toks_free(&t);
-    } else {
-      snprintf(tag, sizeof tag, "CREATE");
-    }
+    rc = sql_capture_result(&s->cap, s->con, s->e->dbname, dml->op,
+                            dml->schema ? dml->schema : "public", dml->table, &r, &n, err);
+    snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(dml->op), n);
   } else {
     uint64_t n = 0;
     rc = sql_send_result(s, &r, NULL, false, nformats, result_formats, sink, &n, err);
     if (p->kind == SQL_KIND_DML)
-      snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(p->dml.op), n);
+      snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(dml->op), n);
     else
       snprintf(tag, sizeof tag, "SELECT %" PRIu64, n);
   }

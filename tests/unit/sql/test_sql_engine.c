@@ -116,7 +116,17 @@ static char *run(fixture *f, const char *sql) {
     free(got_);                                                                            \
   } while (0)
 
+/* Creates a catalog table outside any session, as the catalog load does. */
+#define PRELOAD(f, sql)                                                                            \
+  do {                                                                                             \
+    sql_error perr_;                                                                               \
+    assert_int_equal(sql_engine_exec((f)->e, (sql), &perr_), MR_OK);                               \
+  } while (0)
+
 /* ---- commit hooks ---- */
+
+/* The catalog's known_table hook: here every table is one. */
+static bool known_any(void *ctx, const char *table) { return true; }
 typedef struct hook_log {
   int prepares;
   int finished_ok;
@@ -166,71 +176,71 @@ static void h_finished(void *ctx, const sql_changes *ch, bool committed) {
 static void preload_then_query(void **state) {
   fixture *f = *state;
   sql_error err;
-  assert_int_equal(sql_engine_exec(f->e, "CREATE TABLE public.cat (id BIGINT, name VARCHAR, raw BYTEA)",
+  assert_int_equal(sql_engine_exec(f->e, "CREATE TABLE public.ducklake_cat (id BIGINT, name VARCHAR, raw BYTEA)",
                                    &err),
                    MR_OK);
   sql_value rows[] = {{"1", 1, false}, {"one", 3, false}, {"\x00\x01", 2, false},
                       {"2", 1, false}, {NULL, 0, true},   {NULL, 0, true}};
-  assert_int_equal(sql_engine_load_rows(f->e, "public", "cat", 3, 2, rows, &err), MR_OK);
-  ASSERT_RUN(f, "SELECT id, name, raw FROM cat ORDER BY id",
+  assert_int_equal(sql_engine_load_rows(f->e, "public", "ducklake_cat", 3, 2, rows, &err), MR_OK);
+  ASSERT_RUN(f, "SELECT id, name, raw FROM ducklake_cat ORDER BY id",
              "T id:20,name:1043,raw:17|D 1,one,\\x0001|D 2,NULL,NULL|C SELECT 2|");
-  assert_int_not_equal(sql_engine_load_rows(f->e, "public", "cat", 2, 0, rows, &err), MR_OK);
+  assert_int_not_equal(sql_engine_load_rows(f->e, "public", "ducklake_cat", 2, 0, rows, &err), MR_OK);
 }
 
 static void capture_and_hooks(void **state) {
   fixture *f = *state;
   hook_log h = {0};
-  sql_commit_hooks hooks = {&h, h_prepare, h_finished};
+  sql_commit_hooks hooks = {&h, h_prepare, h_finished, known_any};
   sql_engine_set_commit_hooks(f->e, &hooks);
 
-  ASSERT_RUN(f, "CREATE TABLE k (a BIGINT, b VARCHAR, c BYTEA)", "C CREATE TABLE|");
+  ASSERT_RUN(f, "CREATE TABLE ducklake_k (a BIGINT, b VARCHAR, c BYTEA)", "C CREATE TABLE|");
   assert_int_equal(h.prepares, 1);
-  assert_string_equal(h.seen.data, "[DDL CREATE TABLE k (a BIGINT, b VARCHAR, c pg_bytea)]");
+  assert_string_equal(h.seen.data, "[DDL CREATE TABLE ducklake_k (a BIGINT, b VARCHAR, c pg_bytea)]");
   sql_strbuf_reset(&h.seen);
 
-  ASSERT_RUN(f, "INSERT INTO k VALUES (1, '\\x41', '\\x0a0b'), (2, NULL, NULL)", "C INSERT 0 2|");
-  assert_string_equal(h.seen.data, "[INSERT public.k (1,\\x41,0a0b) (2,NULL,NULL)]");
+  ASSERT_RUN(f, "INSERT INTO ducklake_k VALUES (1, '\\x41', '\\x0a0b'), (2, NULL, NULL)", "C INSERT 0 2|");
+  assert_string_equal(h.seen.data, "[INSERT public.ducklake_k (1,\\x41,0a0b) (2,NULL,NULL)]");
   sql_strbuf_reset(&h.seen);
 
   /* one explicit transaction: one hook call, batches in order */
   ASSERT_RUN(f,
-             "BEGIN; UPDATE k SET b = 'z' WHERE a = 1; DELETE FROM k WHERE a = 2; "
-             "WITH v(x) AS (VALUES (1)) UPDATE k SET b = 'w' FROM v WHERE a = x; COMMIT",
+             "BEGIN; UPDATE ducklake_k SET b = 'z' WHERE a = 1; DELETE FROM ducklake_k WHERE a = 2; "
+             "WITH v(x) AS (VALUES (1)) UPDATE ducklake_k SET b = 'w' FROM v WHERE a = x; COMMIT",
              "C BEGIN|C UPDATE 1|C DELETE 1|C UPDATE 1|C COMMIT|");
   assert_int_equal(h.prepares, 3);
   assert_string_equal(h.seen.data,
-                      "[UPDATE public.k (1,z,0a0b)][DELETE public.k (2,NULL,NULL)]"
-                      "[UPDATE public.k (1,w,0a0b)]");
+                      "[UPDATE public.ducklake_k (1,z,0a0b)][DELETE public.ducklake_k (2,NULL,NULL)]"
+                      "[UPDATE public.ducklake_k (1,w,0a0b)]");
   sql_strbuf_reset(&h.seen);
 
   /* reads never call the hooks */
-  ASSERT_RUN(f, "SELECT a, b FROM k", "T a:20,b:1043|D 1,w|C SELECT 1|");
+  ASSERT_RUN(f, "SELECT a, b FROM ducklake_k", "T a:20,b:1043|D 1,w|C SELECT 1|");
   assert_int_equal(h.prepares, 3);
   assert_int_equal(h.finished_ok, 3);
 
   /* a refusing hook: rollback, the hook's error, nothing visible */
   h.answer = MR_ERR_CONFLICT;
-  ASSERT_RUN(f, "BEGIN; INSERT INTO k VALUES (9, 'no', NULL); COMMIT",
+  ASSERT_RUN(f, "BEGIN; INSERT INTO ducklake_k VALUES (9, 'no', NULL); COMMIT",
              "C BEGIN|C INSERT 0 1|ERR 40001 could not commit: write conflict on the store");
   assert_int_equal(sql_session_status(f->s), 'I');
   h.answer = MR_OK;
-  ASSERT_RUN(f, "SELECT count(*) FROM k WHERE a = 9", "T count_star():20|D 0|C SELECT 1|");
+  ASSERT_RUN(f, "SELECT count(*) FROM ducklake_k WHERE a = 9", "T count_star():20|D 0|C SELECT 1|");
 
   /* without hooks commit just commits */
   sql_engine_set_commit_hooks(f->e, NULL);
-  ASSERT_RUN(f, "INSERT INTO k VALUES (3, 'c', NULL)", "C INSERT 0 1|");
-  ASSERT_RUN(f, "SELECT count(*) FROM k", "T count_star():20|D 2|C SELECT 1|");
+  ASSERT_RUN(f, "INSERT INTO ducklake_k VALUES (3, 'c', NULL)", "C INSERT 0 1|");
+  ASSERT_RUN(f, "SELECT count(*) FROM ducklake_k", "T count_star():20|D 2|C SELECT 1|");
   sql_strbuf_free(&h.seen);
 }
 
 static void transaction_states(void **state) {
   fixture *f = *state;
-  ASSERT_RUN(f, "CREATE TABLE m (a INT)", "C CREATE TABLE|");
-  char *got = run(f, "INSERT INTO m VALUES (1); SELECT nope; INSERT INTO m VALUES (2)");
+  PRELOAD(f, "CREATE TABLE public.ducklake_m (a INT)");
+  char *got = run(f, "INSERT INTO ducklake_m VALUES (1); SELECT nope; INSERT INTO ducklake_m VALUES (2)");
   assert_non_null(strstr(got, "C INSERT 0 1|ERR 42703"));
   free(got);
   assert_int_equal(sql_session_status(f->s), 'I');
-  ASSERT_RUN(f, "SELECT count(*) FROM m", "T count_star():20|D 0|C SELECT 1|");
+  ASSERT_RUN(f, "SELECT count(*) FROM ducklake_m", "T count_star():20|D 0|C SELECT 1|");
   ASSERT_RUN(f, "BEGIN", "C BEGIN|");
   assert_int_equal(sql_session_status(f->s), 'T');
   got = run(f, "SELECT nope");
@@ -244,7 +254,7 @@ static void transaction_states(void **state) {
   assert_int_equal(sql_session_status(f->s), 'I');
   ASSERT_RUN(f, "DISCARD ALL", "C DISCARD ALL|");
   ASSERT_RUN(f, "BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", "C BEGIN|");
-  got = run(f, "INSERT INTO m VALUES (1)");
+  got = run(f, "INSERT INTO ducklake_m VALUES (1)");
   assert_non_null(strstr(got, "ERR 25006"));
   free(got);
   ASSERT_RUN(f, "ROLLBACK", "C ROLLBACK|");
@@ -252,36 +262,35 @@ static void transaction_states(void **state) {
 
 static void bytea_literals_follow_the_column_type(void **state) {
   fixture *f = *state;
-  ASSERT_RUN(f, "CREATE TABLE s (v VARCHAR, b BYTEA)", "C CREATE TABLE|");
-  ASSERT_RUN(f, "INSERT INTO s VALUES ('\\x01\\x02', '\\x6f6e65')", "C INSERT 0 1|");
-  ASSERT_RUN(f, "SELECT v, b, octet_length(b::BLOB) AS n FROM s",
+  PRELOAD(f, "CREATE TABLE public.ducklake_s (v VARCHAR, b BYTEA)");
+  ASSERT_RUN(f, "INSERT INTO ducklake_s VALUES ('\\x01\\x02', '\\x6f6e65')", "C INSERT 0 1|");
+  ASSERT_RUN(f, "SELECT v, b, octet_length(b::BLOB) AS n FROM ducklake_s",
              "T v:1043,b:17,n:20|D \\x01\\x02,\\x6f6e65,3|C SELECT 1|");
 }
 
 static void introspection_answers(void **state) {
   fixture *f = *state;
-  ASSERT_RUN(f, "CREATE TABLE public.intro (id BIGINT PRIMARY KEY, ts TIMESTAMPTZ, n DECIMAL(10,2), "
-                "b BYTEA NOT NULL, UNIQUE (ts, n))",
-             "C CREATE TABLE|");
+  PRELOAD(f, "CREATE TABLE public.ducklake_intro (id BIGINT PRIMARY KEY, ts TIMESTAMPTZ, n DECIMAL(10,2), "
+                "b BYTEA NOT NULL, UNIQUE (ts, n))");
   ASSERT_RUN(f,
              "SELECT attname, pg_type.typname, atttypmod, attnum, attnotnull FROM pg_class "
              "JOIN pg_namespace ON relnamespace = pg_namespace.oid "
              "JOIN pg_attribute ON pg_class.oid=pg_attribute.attrelid "
              "JOIN pg_type ON atttypid=pg_type.oid "
              "JOIN pg_catalog.pg_namespace type_ns ON pg_type.typnamespace = type_ns.oid "
-             "WHERE relname = 'intro' AND pg_namespace.nspname IN ('public') ORDER BY attnum",
+             "WHERE relname = 'ducklake_intro' AND pg_namespace.nspname IN ('public') ORDER BY attnum",
              "T attname:1043,typname:1043,atttypmod:23,attnum:21,attnotnull:16|"
              "D id,int8,-1,1,t|D ts,timestamptz,-1,2,f|D n,numeric,655366,3,f|D b,bytea,-1,4,t|"
              "C SELECT 4|");
   ASSERT_RUN(f,
              "SELECT contype, conkey FROM pg_class JOIN pg_constraint ON "
-             "(pg_class.oid=pg_constraint.conrelid) WHERE relname = 'intro' AND contype IN ('p','u') "
+             "(pg_class.oid=pg_constraint.conrelid) WHERE relname = 'ducklake_intro' AND contype IN ('p','u') "
              "ORDER BY contype",
              "T contype:1043,conkey:1043|D p,{1}|D u,{2,3}|C SELECT 2|");
-  ASSERT_RUN(f, "SELECT relpages FROM pg_class WHERE relname = 'intro'",
+  ASSERT_RUN(f, "SELECT relpages FROM pg_class WHERE relname = 'ducklake_intro'",
              "T relpages:23|D 0|C SELECT 1|");
-  ASSERT_RUN(f, "SELECT to_regclass('duckdb_secrets'), to_regclass('intro')",
-             "T to_regclass('duckdb_secrets'):1043,to_regclass('intro'):1043|D NULL,intro|C SELECT 1|");
+  ASSERT_RUN(f, "SELECT to_regclass('duckdb_secrets'), to_regclass('ducklake_intro')",
+             "T to_regclass('duckdb_secrets'):1043,to_regclass('ducklake_intro'):1043|D NULL,ducklake_intro|C SELECT 1|");
   ASSERT_RUN(f, "SELECT COUNT(*) FROM pg_settings WHERE name LIKE 'rds%'",
              "T count_star():20|D 0|C SELECT 1|");
 }
@@ -302,7 +311,7 @@ static void pgcopy_every_type(void **state) {
       "'\\x00ff'::BYTEA, DATE '2000-01-02', TIMESTAMP '2000-01-01 00:00:01', "
       "TIMESTAMPTZ '2000-01-01 00:00:00+00', UUID '00010203-0405-0607-0809-0a0b0c0d0e0f', "
       "INTERVAL '1 month 3 days 1 second', 12.345::DECIMAL(10,3), TIME '00:00:01', NULL::BIGINT, "
-      "'{\"a\":1}'::JSON, 5::UTINYINT, [1, 2]) TO STDOUT (FORMAT binary)";
+      "'{\"a\":1}'::JSON, 5::UTINYINT, ARRAY[1, 2]) TO STDOUT (FORMAT binary)";
   assert_int_equal(sql_session_simple_query(f->s, q, &sink, &err), MR_OK);
   sql_strbuf w = {0};
   sql_strbuf_addn(&w, "PGCOPY\n\377\r\n\0", 11);
@@ -353,11 +362,11 @@ static void pgcopy_every_type(void **state) {
 
 static void ctid_round_trip(void **state) {
   fixture *f = *state;
-  ASSERT_RUN(f, "CREATE TABLE c (a INT)", "C CREATE TABLE|");
-  ASSERT_RUN(f, "INSERT INTO c VALUES (10), (11), (12)", "C INSERT 0 3|");
-  ASSERT_RUN(f, "SELECT a, ctid FROM c ORDER BY a", "T a:23,ctid:27|D 10,(0,0)|D 11,(0,1)|D 12,(0,2)|C SELECT 3|");
-  ASSERT_RUN(f, "DELETE FROM c WHERE ctid IN ('(0,1)')", "C DELETE 1|");
-  ASSERT_RUN(f, "SELECT a FROM c ORDER BY a", "T a:23|D 10|D 12|C SELECT 2|");
+  PRELOAD(f, "CREATE TABLE public.ducklake_c (a INT)");
+  ASSERT_RUN(f, "INSERT INTO ducklake_c VALUES (10), (11), (12)", "C INSERT 0 3|");
+  ASSERT_RUN(f, "SELECT a, ctid FROM ducklake_c ORDER BY a", "T a:23,ctid:27|D 10,(0,0)|D 11,(0,1)|D 12,(0,2)|C SELECT 3|");
+  ASSERT_RUN(f, "DELETE FROM ducklake_c WHERE ctid IN ('(0,1)')", "C DELETE 1|");
+  ASSERT_RUN(f, "SELECT a FROM ducklake_c ORDER BY a", "T a:23|D 10|D 12|C SELECT 2|");
 }
 
 int main(void) {

@@ -1,0 +1,94 @@
+/*
+ * sql_admit.c — lookups over the admission table of sql_admit.h and its
+ * Markdown form. Holds no policy of its own beyond the name rules stated in
+ * the header: the tables are the policy.
+ */
+#include "sql/sql_admit.h"
+
+#include <string.h>
+#include <strings.h>
+
+static bool in_list(const char *const *list, const char *name) {
+  for (size_t i = 0; list[i]; i++)
+    if (strcmp(list[i], name) == 0)
+      return true;
+  return false;
+}
+
+#define NAME_OF_FN(name, who) name,
+static const char *const functions[] = {SQL_ADMIT_FUNCTIONS(NAME_OF_FN) NULL};
+#undef NAME_OF_FN
+
+#define NAME_OF(name) name,
+static const char *const pg_relations[] = {SQL_ADMIT_PG_RELATIONS(NAME_OF) NULL};
+static const char *const column_types[] = {SQL_ADMIT_COLUMN_TYPES(NAME_OF) NULL};
+#undef NAME_OF
+
+/* The embedded engine's own databases and schemas: a client naming one
+ * could reach moraine's pg_catalog tables or DuckDB's system catalog. */
+static const char *const reserved_schemas[] = {
+    "main", "temp", "pg_temp", "system", "memory", "mrpg", "information_schema", NULL};
+
+bool sql_admit_function(const char *name) {
+  return in_list(functions, name);
+}
+
+bool sql_admit_column_type(const char *type) {
+  return in_list(column_types, type);
+}
+
+bool sql_admit_reserved_schema(const char *name) {
+  return strncasecmp(name, "pg_", 3) == 0 || strncasecmp(name, "duckdb", 6) == 0 ||
+         in_list(reserved_schemas, name);
+}
+
+/* ducklake_ then lower-case letters, digits and underscores only: such a
+ * name can never be taken by DuckDB for a file path (replacement scans). */
+static bool catalog_name(const char *name) {
+  size_t n = strlen(SQL_ADMIT_CATALOG_PREFIX);
+  if (strncmp(name, SQL_ADMIT_CATALOG_PREFIX, n) != 0 || name[n] == '\0')
+    return false;
+  for (const char *p = name + n; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+      return false;
+  return true;
+}
+
+sql_admit_rel sql_admit_relation(const char *schema, const char *name) {
+  if (schema == NULL || strcmp(schema, "pg_catalog") == 0) {
+    if (in_list(pg_relations, name))
+      return SQL_REL_PG_CATALOG;
+    if (schema != NULL)
+      return SQL_REL_REFUSED;
+  } else if (sql_admit_reserved_schema(schema)) {
+    return SQL_REL_REFUSED;
+  }
+  return catalog_name(name) ? SQL_REL_CATALOG : SQL_REL_REFUSED;
+}
+
+/* ---- the document ------------------------------------------------------- */
+
+void sql_admit_write_markdown(FILE *f) {
+  fprintf(f, "| shape | statement | admitted when |\n|---|---|---|\n");
+#define ROW(shape, node, what) fprintf(f, "| `%s` | `%s` | %s |\n", shape, #node, what);
+  SQL_ADMIT_STATEMENTS(ROW)
+#undef ROW
+  fprintf(f, "\nRefused with SQLSTATE 0A000 (PostgreSQL syntax moraine does not implement):");
+#define UNSUP(node) fprintf(f, " `%s`", #node);
+  SQL_ADMIT_UNSUPPORTED(UNSUP)
+#undef UNSUP
+  fprintf(f, ".\nEvery other statement is refused with SQLSTATE 42501.\n");
+  fprintf(f, "\n| function | sent by |\n|---|---|\n");
+#define FN(name, who) fprintf(f, "| `%s` | %s |\n", name, who);
+  SQL_ADMIT_FUNCTIONS(FN)
+#undef FN
+  fprintf(f, "\npg_catalog relations (read only):");
+#define REL(name) fprintf(f, " `%s`", name);
+  SQL_ADMIT_PG_RELATIONS(REL)
+#undef REL
+  fprintf(f, ".\n\nInlined data column types:");
+#define TYPE(name) fprintf(f, " `%s`", name);
+  SQL_ADMIT_COLUMN_TYPES(TYPE)
+#undef TYPE
+  fprintf(f, ".\n");
+}

@@ -1,0 +1,207 @@
+/*
+ * sql_admit.h — the admission table: the one place that lists what a client
+ * may send. The planner (sql_plan.c) reads it, its tests read it, and the
+ * tables of docs/security.md are generated from it (sql_admit_write_markdown;
+ * a unit test fails when the document drifts).
+ *
+ * The policy is an allow-list. A statement is admitted only when its parse
+ * node is a row of SQL_ADMIT_STATEMENTS (and that row's own checks pass in
+ * sql_plan.c), every relation it names passes sql_admit_relation, and every
+ * function it calls is a row of SQL_ADMIT_FUNCTIONS. Every other statement
+ * node is refused: with 0A000 when it is a row of SQL_ADMIT_UNSUPPORTED
+ * (PostgreSQL syntax moraine does not implement), else with 42501.
+ *
+ * What is admitted is what DuckDB's postgres extension, the ducklake
+ * extension (v1.5) and psql send, read from their public sources and from
+ * their traffic against moraine.
+ */
+#ifndef MR_SQL_ADMIT_H
+#define MR_SQL_ADMIT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* X(shape, PgQuery node case suffix, what is admitted) */
+#define SQL_ADMIT_STATEMENTS(X)                                                                    \
+  X("select", SELECT_STMT,                                                                         \
+    "SELECT / VALUES / UNION over admitted relations and functions; no SELECT INTO")               \
+  X("insert", INSERT_STMT,                                                                         \
+    "INSERT into a catalog or temporary table, VALUES or SELECT, optional RETURNING, WITH")        \
+  X("update", UPDATE_STMT,                                                                         \
+    "UPDATE of a catalog or temporary table, optional FROM, RETURNING, WITH")                      \
+  X("delete", DELETE_STMT,                                                                         \
+    "DELETE from a catalog or temporary table, optional USING, RETURNING, WITH")                   \
+  X("copy_out", COPY_STMT, "COPY (SELECT ...) TO STDOUT, text, csv or binary")                     \
+  X("copy_in", COPY_STMT, "COPY catalog-or-temporary-table [(columns)] FROM STDIN")                \
+  X("create_schema", CREATE_SCHEMA_STMT,                                                           \
+    "CREATE SCHEMA [IF NOT EXISTS] for DuckLake's metadata schema; not a reserved name")           \
+  X("create_table", CREATE_STMT,                                                                   \
+    "CREATE TABLE [IF NOT EXISTS] of a DuckLake table: an existing spec table, an inlined data "   \
+    "table (row_id, begin_snapshot, end_snapshot BIGINT, then typed columns) or an inlined "       \
+    "delete table (file_id, row_id, begin_snapshot BIGINT); plain columns only")                   \
+  X("create_temp", CREATE_STMT,                                                                    \
+    "CREATE TEMP TABLE [ON COMMIT DROP] with plain columns: session scratch, never persisted")     \
+  X("drop_table", DROP_STMT,                                                                       \
+    "DROP TABLE [IF EXISTS] of inlined data / inlined delete tables, or of temporary tables")      \
+  X("transaction", TRANSACTION_STMT,                                                               \
+    "BEGIN / START TRANSACTION [ISOLATION LEVEL ...] [READ ONLY|READ WRITE], COMMIT, END, "        \
+    "ROLLBACK, ABORT")                                                                             \
+  X("set", VARIABLE_SET_STMT,                                                                      \
+    "SET / SET SESSION / SET LOCAL / RESET [ALL] / SET TRANSACTION: kept per session, never "      \
+    "passed to the engine")                                                                        \
+  X("show", VARIABLE_SHOW_STMT, "SHOW name / SHOW ALL, answered from the session")                 \
+  X("discard", DISCARD_STMT, "DISCARD ALL")                                                        \
+  X("deallocate", DEALLOCATE_STMT, "DEALLOCATE [ALL] (a no-op)")
+
+/* X(PgQuery node case suffix): PostgreSQL syntax refused with 0A000. */
+#define SQL_ADMIT_UNSUPPORTED(X)                                                                   \
+  X(EXPLAIN_STMT)                                                                                  \
+  X(PREPARE_STMT)                                                                                  \
+  X(EXECUTE_STMT)                                                                                  \
+  X(DECLARE_CURSOR_STMT)                                                                           \
+  X(FETCH_STMT)                                                                                    \
+  X(CLOSE_PORTAL_STMT)                                                                             \
+  X(LISTEN_STMT)                                                                                   \
+  X(UNLISTEN_STMT)                                                                                 \
+  X(NOTIFY_STMT)                                                                                   \
+  X(LOCK_STMT)                                                                                     \
+  X(CHECK_POINT_STMT)                                                                              \
+  X(CONSTRAINTS_SET_STMT)                                                                          \
+  X(VACUUM_STMT)                                                                                   \
+  X(CLUSTER_STMT)                                                                                  \
+  X(REINDEX_STMT)
+
+/*
+ * X(name, who sends it): functions a client may call, by their unqualified
+ * name (a `pg_catalog.` qualifier is allowed, nothing else). Operators are
+ * not functions here: every DuckDB operator is a pure function of its
+ * operands. Names resolve first to moraine's pg_catalog macros, then to
+ * DuckDB's built-ins.
+ */
+#define SQL_ADMIT_FUNCTIONS(X)                                                                     \
+  /* aggregates */                                                                                 \
+  X("count", "DuckLake, postgres extension, psql")                                                 \
+  X("sum", "DuckLake")                                                                             \
+  X("min", "DuckLake")                                                                             \
+  X("max", "DuckLake")                                                                             \
+  X("avg", "clients")                                                                              \
+  X("array_agg", "postgres extension")                                                             \
+  X("string_agg", "psql")                                                                          \
+  X("bool_and", "clients")                                                                         \
+  X("bool_or", "clients")                                                                          \
+  /* scalar */                                                                                     \
+  X("coalesce", "DuckLake")                                                                        \
+  X("nullif", "clients")                                                                           \
+  X("greatest", "clients")                                                                         \
+  X("least", "clients")                                                                            \
+  X("now", "DuckLake (snapshot times)")                                                            \
+  X("lower", "clients")                                                                            \
+  X("upper", "clients")                                                                            \
+  X("length", "clients")                                                                           \
+  X("octet_length", "clients")                                                                     \
+  X("substring", "clients")                                                                        \
+  X("substr", "clients")                                                                           \
+  X("concat", "clients")                                                                           \
+  X("replace", "clients")                                                                          \
+  X("btrim", "clients (TRIM)")                                                                     \
+  X("ltrim", "clients (TRIM)")                                                                     \
+  X("rtrim", "clients (TRIM)")                                                                     \
+  X("position", "clients (POSITION)")                                                              \
+  X("strpos", "clients")                                                                           \
+  X("split_part", "clients")                                                                       \
+  X("abs", "clients")                                                                              \
+  X("round", "clients")                                                                            \
+  X("floor", "clients")                                                                            \
+  X("ceil", "clients")                                                                             \
+  X("extract", "clients (EXTRACT)")                                                                \
+  X("date_part", "clients")                                                                        \
+  X("date_trunc", "clients")                                                                       \
+  X("timezone", "clients (AT TIME ZONE)")                                                          \
+  X("to_timestamp", "clients")                                                                     \
+  X("unnest", "DuckLake, psql")                                                                    \
+  X("generate_series", "psql")                                                                     \
+  X("array_to_string", "psql")                                                                     \
+  X("array_length", "psql")                                                                        \
+  X("quote_ident", "psql")                                                                         \
+  X("row_number", "psql")                                                                          \
+  X("gen_random_uuid", "clients")                                                                  \
+  /* moraine's pg_catalog (sql_pgcatalog.c) */                                                     \
+  X("version", "postgres extension (version probe)")                                               \
+  X("to_regclass", "postgres extension (secrets probe)")                                           \
+  X("format_type", "postgres extension, psql")                                                     \
+  X("obj_description", "psql")                                                                     \
+  X("col_description", "psql")                                                                     \
+  X("pg_get_userbyid", "psql")                                                                     \
+  X("pg_encoding_to_char", "psql")                                                                 \
+  X("pg_my_temp_schema", "postgres extension")                                                     \
+  X("pg_is_in_recovery", "clients")                                                                \
+  X("pg_table_is_visible", "psql")                                                                 \
+  X("pg_get_expr", "psql")                                                                         \
+  X("pg_get_constraintdef", "psql")                                                                \
+  X("pg_get_indexdef", "psql")                                                                     \
+  X("pg_relation_size", "clients")                                                                 \
+  X("pg_total_relation_size", "clients")                                                           \
+  X("pg_database_size", "DuckLake (database size)")                                                \
+  X("pg_size_pretty", "clients")                                                                   \
+  X("current_user", "clients")                                                                     \
+  X("session_user", "clients")                                                                     \
+  X("current_database", "clients")                                                                 \
+  X("current_schema", "clients")                                                                   \
+  X("current_schemas", "clients")                                                                  \
+  X("has_table_privilege", "clients")                                                              \
+  X("has_schema_privilege", "clients")
+
+/* X(name): pg_catalog relations moraine presents (sql_pgcatalog.c). Read-only. */
+#define SQL_ADMIT_PG_RELATIONS(X)                                                                  \
+  X("pg_namespace")                                                                                \
+  X("pg_class")                                                                                    \
+  X("pg_type")                                                                                     \
+  X("pg_attribute")                                                                                \
+  X("pg_constraint")                                                                               \
+  X("pg_description")                                                                              \
+  X("pg_enum")                                                                                     \
+  X("pg_indexes")                                                                                  \
+  X("pg_tables")                                                                                   \
+  X("pg_views")                                                                                    \
+  X("pg_database")                                                                                 \
+  X("pg_roles")                                                                                    \
+  X("pg_settings")
+
+/* X(type name as libpg_query spells it): column types an inlined data table
+ * may have (DuckLake's PostgreSQL spelling of each DuckDB type). */
+#define SQL_ADMIT_COLUMN_TYPES(X)                                                                  \
+  X("bool")                                                                                        \
+  X("int2") X("int4") X("int8") X("float4") X("float8") X("numeric") X("varchar") X("text")        \
+      X("bytea") X("date") X("time") X("timetz") X("timestamp") X("timestamptz") X("interval")     \
+          X("uuid") X("json") X("jsonb") X("bpchar") X("bit") X("varbit")
+
+/* The prefix of every relation DuckLake keeps in its metadata schema. */
+#define SQL_ADMIT_CATALOG_PREFIX "ducklake_"
+
+/* Admission of a relation a statement names (schema NULL when unqualified).
+ * Catalog relations (SQL_ADMIT_CATALOG_PREFIX + [a-z0-9_]) in any schema that
+ * is not reserved may be read and written; the pg_catalog relations above
+ * only read. Temporary tables and CTE names are the planner's to admit. */
+typedef enum sql_admit_rel {
+  SQL_REL_REFUSED = 0,
+  SQL_REL_CATALOG,    /* a DuckLake table: read and write */
+  SQL_REL_PG_CATALOG, /* a presented pg_catalog relation: read only */
+} sql_admit_rel;
+sql_admit_rel sql_admit_relation(const char *schema, const char *name);
+
+/* Is `name` (lower case, unqualified) an admitted function? */
+bool sql_admit_function(const char *name);
+
+/* Schema names a client may neither create nor name: the engine's own
+ * databases and schemas (main, temp, system, mrpg, memory, ...), pg_*,
+ * information_schema. */
+bool sql_admit_reserved_schema(const char *name);
+
+/* Is `type` (libpg_query's lower-case spelling, array suffix stripped)
+ * admitted as an inlined data column type? */
+bool sql_admit_column_type(const char *type);
+
+/* Writes the admission tables as Markdown (docs/security.md's generated part). */
+void sql_admit_write_markdown(FILE *f);
+
+#endif /* MR_SQL_ADMIT_H */
