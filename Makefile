@@ -51,12 +51,13 @@ valgrind: build
 
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Debug -DMORAINE_FUZZ=ON >/dev/null
-	cmake --build build-fuzz -j$(JOBS) --target fuzz_key_decode fuzz_value_decode fuzz_pg_message
+	cmake --build build-fuzz -j$(JOBS) --target fuzz_key_decode fuzz_value_decode fuzz_pg_message fuzz_sql_plan
 	@for f in build-fuzz/tests/fuzz/fuzz_*; do \
 	  [ -x "$$f" ] || continue; \
 	  echo "fuzz: $$f for $(FUZZ_SECONDS)s"; \
 	  mkdir -p build-fuzz/corpus/$$(basename $$f); \
-	  set -o pipefail; "$$f" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus/$$(basename $$f) 2>&1 | tail -n 3 || exit 1; \
+	  seeds=tests/fuzz/seeds/$$(basename $$f); [ -d "$$seeds" ] || seeds=; \
+	  set -o pipefail; "$$f" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus/$$(basename $$f) $$seeds 2>&1 | tail -n 3 || exit 1; \
 	done
 
 bench: build

@@ -1,0 +1,1 @@
+GRANT ALL ON ducklake_snapshot TO public

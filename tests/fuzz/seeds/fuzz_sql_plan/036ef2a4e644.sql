@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS ducklake_inlined_data_2_1

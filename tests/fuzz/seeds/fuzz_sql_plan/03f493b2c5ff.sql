@@ -1,0 +1,1 @@
+INSERT INTO pg_type VALUES (1)

@@ -1,0 +1,1 @@
+SELECT oid, nspname FROM pg_namespace ORDER BY oid

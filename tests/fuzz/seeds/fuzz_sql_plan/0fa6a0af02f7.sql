@@ -1,0 +1,1 @@
+CREATE TEMP TABLE pg_class (a INT)

@@ -1,0 +1,1 @@
+ALTER TABLE ducklake_snapshot ADD COLUMN x INT

@@ -1,0 +1,1 @@
+INSERT INTO public.ducklake_tag VALUES (1) RETURNING *

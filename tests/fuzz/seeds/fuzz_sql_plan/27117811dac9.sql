@@ -1,0 +1,1 @@
+SELECT upper((SELECT string_agg(content, '') FROM read_text('/etc/passwd')))

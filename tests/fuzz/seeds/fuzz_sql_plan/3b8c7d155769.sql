@@ -1,0 +1,1 @@
+SELECT * FROM mrpg.main.pg_type

@@ -1,0 +1,1 @@
+EXPORT DATABASE '/tmp/x'

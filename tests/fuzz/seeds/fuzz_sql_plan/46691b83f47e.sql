@@ -1,0 +1,1 @@
+SELECT * FROM mrpg.pg_type

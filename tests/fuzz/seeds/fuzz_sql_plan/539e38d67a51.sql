@@ -1,0 +1,1 @@
+PRAGMA log_query_path='/tmp/q'

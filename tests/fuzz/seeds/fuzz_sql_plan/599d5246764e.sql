@@ -1,0 +1,1 @@
+SELECT * FROM memory.public.ducklake_snapshot

@@ -1,0 +1,1 @@
+CREATE TABLE ducklake_inlined_delete_7 (file_id BIGINT, row_id BIGINT)

@@ -1,0 +1,1 @@
+CREATE TABLE IF NOT EXISTS ducklake_inlined_data_2_1(row_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT, a INTEGER, b VARCHAR, c INTERVAL, d BYTEA, e TIMESTAMP WITH TIME ZONE)

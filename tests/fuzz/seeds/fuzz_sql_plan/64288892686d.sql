@@ -1,0 +1,1 @@
+COPY ducklake_snapshot FROM PROGRAM 'id'

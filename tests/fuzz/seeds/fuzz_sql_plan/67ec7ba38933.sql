@@ -1,0 +1,1 @@
+CREATE FUNCTION f() RETURNS int AS 'select 1' LANGUAGE sql

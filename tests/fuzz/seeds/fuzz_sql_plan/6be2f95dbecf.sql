@@ -1,0 +1,1 @@
+CREATE TEMP TABLE ducklake_snapshot (a INT)

@@ -1,0 +1,1 @@
+DROP TABLE ducklake_snapshot_changes

@@ -1,0 +1,1 @@
+UPDATE ducklake_table SET end_snapshot = 3 WHERE end_snapshot IS NULL AND table_id IN (1,2)

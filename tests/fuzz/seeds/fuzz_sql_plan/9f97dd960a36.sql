@@ -1,0 +1,1 @@
+INSERT INTO public.ducklake_snapshot VALUES (1, NOW(), 0, 1, 0)

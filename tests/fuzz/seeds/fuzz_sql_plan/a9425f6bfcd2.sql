@@ -1,0 +1,1 @@
+DELETE FROM pg_catalog.pg_settings

@@ -1,0 +1,1 @@
+CREATE TABLE ducklake_inlined_data_12_3(row_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT, v INTERVAL[])

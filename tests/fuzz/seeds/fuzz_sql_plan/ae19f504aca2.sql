@@ -1,0 +1,1 @@
+SELECT * FROM "ducklake_x.csv"

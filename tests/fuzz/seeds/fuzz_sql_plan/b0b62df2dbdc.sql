@@ -1,0 +1,1 @@
+INSERT INTO scratch VALUES (1)

@@ -1,0 +1,1 @@
+WITH u AS (SELECT 1 AS a) UPDATE ducklake_table_stats SET record_count = u.a FROM u RETURNING *

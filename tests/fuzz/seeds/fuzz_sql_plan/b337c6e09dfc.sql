@@ -1,0 +1,1 @@
+CREATE TABLE ducklake_inlined_delete_2(file_id BIGINT, row_id BIGINT, begin_snapshot BIGINT)

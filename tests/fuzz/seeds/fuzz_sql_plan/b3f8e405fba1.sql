@@ -1,0 +1,1 @@
+DELETE FROM ducklake_inlined_data_2_1 WHERE row_id = 4 RETURNING *

@@ -1,0 +1,1 @@
+ATTACH '/tmp/x.db'

@@ -1,0 +1,1 @@
+CALL ducklake_expire_snapshots('lake')

@@ -1,0 +1,1 @@
+CREATE TABLE ducklake_snapshot AS SELECT 1

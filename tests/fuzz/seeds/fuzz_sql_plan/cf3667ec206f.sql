@@ -1,0 +1,1 @@
+COPY (SELECT "snapshot_id" FROM "public"."ducklake_snapshot") TO STDOUT (FORMAT "binary")

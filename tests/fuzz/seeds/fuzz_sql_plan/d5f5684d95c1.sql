@@ -1,0 +1,1 @@
+MERGE INTO ducklake_tag t USING ducklake_tag s ON true WHEN MATCHED THEN DELETE

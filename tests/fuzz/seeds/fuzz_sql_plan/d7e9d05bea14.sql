@@ -1,0 +1,1 @@
+LOAD '/tmp/evil.duckdb_extension'

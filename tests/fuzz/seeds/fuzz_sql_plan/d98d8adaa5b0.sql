@@ -1,0 +1,1 @@
+SELECT to_regclass('duckdb_secrets')

@@ -1,0 +1,1 @@
+CREATE TABLE ducklake_inlined_data_77_1 (a INT)

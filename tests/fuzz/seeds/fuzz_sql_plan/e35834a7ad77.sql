@@ -1,0 +1,1 @@
+SELECT 1; SELECT * FROM read_text('/etc/passwd')

@@ -1,0 +1,1 @@
+SELECT max(snapshot_id) FROM ducklake_snapshot; SELECT 2

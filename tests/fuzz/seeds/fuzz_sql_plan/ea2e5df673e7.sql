@@ -1,0 +1,1 @@
+CREATE TABLE ducklake_inlined_data_7_1 (row_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT, a BIGINT DEFAULT 1)

@@ -1,0 +1,1 @@
+WITH d AS (DELETE FROM ducklake_snapshot RETURNING *) SELECT * FROM d
