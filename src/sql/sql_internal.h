@@ -5,7 +5,8 @@
  *
  * Invariants:
  *  - engine->commit_lock is held around every hooks.prepare + DuckDB COMMIT
- *    pair, and nowhere else; so commits are totally ordered.
+ *    pair, and nowhere else; so commits are totally ordered, and nothing a
+ *    reader does (BEGIN, SELECT, ROLLBACK) ever waits for it.
  *  - session->status is 'T' or 'E' exactly when the session's DuckDB
  *    connection has an open transaction that moraine began.
  *  - session->cap holds the changes of the open transaction only; it is
@@ -16,6 +17,7 @@
 
 #include <duckdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "sql/sql.h"
 #include "sql/sql_lex.h"
@@ -30,7 +32,9 @@ struct sql_engine {
   pthread_mutex_t commit_lock;
   sql_commit_hooks hooks;
   bool has_hooks;
-  uint64_t commit_seq;    /* commits with changes completed; under commit_lock */
+  /* commits with changes completed: written under commit_lock, read
+   * without it, so a transaction's begin never waits on a store write */
+  _Atomic uint64_t commit_seq;
   char *dbname;           /* DuckDB database holding the catalog tables */
   char *search_path_sql;  /* SET search_path = ... for every connection */
   char *version;          /* "15.0 (moraine x.y.z)" */

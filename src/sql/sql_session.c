@@ -270,9 +270,9 @@ char sql_session_status(const sql_session *s) { return s->status; }
 /* ---- transactions ------------------------------------------------------- */
 
 static mr_status begin_txn(sql_session *s, bool implicit, sql_error *err) {
-  pthread_mutex_lock(&s->e->commit_lock);
-  s->begin_seq = s->e->commit_seq;
-  pthread_mutex_unlock(&s->e->commit_lock);
+  /* read before DuckDB's BEGIN: a commit landing in between only makes
+   * this transaction's conflict check stricter, never looser */
+  s->begin_seq = atomic_load(&s->e->commit_seq);
   mr_status rc = duck_exec(s, "BEGIN TRANSACTION", err);
   if (rc)
     return rc;
@@ -328,7 +328,7 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
     pthread_mutex_lock(&e->commit_lock);
     sql_changes ch = sql_capture_view(&s->cap);
     ch.begin_seq = s->begin_seq;
-    ch.commit_seq = e->commit_seq;
+    ch.commit_seq = atomic_load(&e->commit_seq);
     if (e->has_hooks) {
       sql_error herr;
       memset(&herr, 0, sizeof herr);
@@ -348,7 +348,7 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
     if (rc == MR_OK) {
       rc = duck_exec(s, "COMMIT", err);
       if (rc == MR_OK)
-        e->commit_seq++;
+        atomic_fetch_add(&e->commit_seq, 1);
       if (e->has_hooks && e->hooks.finished)
         e->hooks.finished(e->hooks.ctx, &ch, rc == MR_OK);
     }
