@@ -249,4 +249,14 @@ mr_status sql_session_sync(sql_session *s, sql_error *err) MR_MUST_CHECK;
 /* DISCARD ALL / connection reset outside a transaction. */
 void sql_session_reset(sql_session *s);
 
+/* Interrupts the statement the session is running, if any: it fails with
+ * SQLSTATE 57014. Safe to call from another thread while the session is in
+ * use (the caller guarantees the session is not being closed meanwhile). */
+void sql_session_cancel(sql_session *s);
+
+/* The session's statement_timeout in milliseconds (SET statement_timeout;
+ * PostgreSQL's units: plain number = ms, or 's', 'min', 'ms' suffixes);
+ * 0 when none. */
+uint64_t sql_session_statement_timeout_ms(sql_session *s);
+
 #endif /* MR_SQL_H */

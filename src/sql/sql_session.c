@@ -799,6 +799,27 @@ void sql_session_reset(sql_session *s) {
   drop_temps(s, true);
 }
 
+void sql_session_cancel(sql_session *s) { duckdb_interrupt(s->con); }
+
+uint64_t sql_session_statement_timeout_ms(sql_session *s) {
+  const char *v = sql_session_guc(s, "statement_timeout");
+  if (v == NULL)
+    return 0;
+  char *end;
+  double n = strtod(v, &end);
+  if (end == v || n <= 0)
+    return 0;
+  while (*end == ' ')
+    end++;
+  double scale = strcmp(end, "s") == 0     ? 1000.0
+                 : strcmp(end, "min") == 0 ? 60000.0
+                 : strcmp(end, "h") == 0   ? 3600000.0
+                 : strcmp(end, "us") == 0  ? 0.001
+                                           : 1.0;
+  double ms = n * scale;
+  return ms < 1 ? 1 : (uint64_t)ms;
+}
+
 /* ---- extended protocol -------------------------------------------------- */
 
 static uint32_t param_oid_of(duckdb_type t) {
