@@ -889,7 +889,8 @@ mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_o
     if (p->kind == SQL_KIND_OTHER || p->kind == SQL_KIND_DML) {
       char *sql = NULL;
       rc = sql_rewrite(pl->text, &sql, err);
-      if (rc == MR_OK && p->kind == SQL_KIND_DML && !pl->dml.has_returning) {
+      if (rc == MR_OK && p->kind == SQL_KIND_DML && !pl->dml.has_returning &&
+          !target_is_temp(s, &pl->dml)) {
         char *full = with_returning(s, sql, &pl->dml, err);
         free(sql);
         sql = full;
