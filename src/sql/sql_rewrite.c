@@ -9,7 +9,8 @@
  *   float, float(p)  -> DOUBLE / REAL (PostgreSQL's float is 8 bytes,
  *                                 DuckDB's 4); jsonb -> JSON
  *   ctid             -> rowid     (and `rowid AS ctid` as a select-list item)
- *   '(p,o)'          -> p*65536+o only in statements that mention ctid
+ *   '(p,o)'          -> p*65536+o where it is a tuple id: ::tid, ctid = '(p,o)',
+ *                       ctid IN ('(p,o)', ...); never elsewhere (it is data)
  *   ::tid            -> (dropped); column::tid -> mr_tid_rowid(column)
  *
  * What it does not do: anything needing a parse tree. Function-name
@@ -48,6 +49,23 @@ static bool tid_literal(const char *s, size_t n, long long *out) {
 
 static bool is_ident(const char *sql, const sql_toks *t, size_t i, const char *word) {
   return i < t->n && t->v[i].kind == PG_QUERY__TOKEN__IDENT && sql_tok_is(sql, t, i, word);
+}
+
+/* Is the string constant at i a tuple id: cast ::tid, compared with ctid
+ * (ctid = '(p,o)'), or an element of `ctid IN ('(p,o)', ...)`? Any other
+ * literal that merely looks like one ('(1,2)' stored in a column) is data
+ * and is never rewritten. */
+static bool tid_context(const char *sql, const sql_toks *t, size_t i) {
+  if (i + 2 < t->n && t->v[i + 1].kind == PG_QUERY__TOKEN__TYPECAST && is_ident(sql, t, i + 2, "tid"))
+    return true;
+  if (i >= 2 && is_ident(sql, t, i - 2, "ctid") &&
+      (sql_tok_punct(t, i - 1, '=') || t->v[i - 1].kind == PG_QUERY__TOKEN__NOT_EQUALS))
+    return true;
+  size_t j = i;
+  while (j >= 2 && sql_tok_punct(t, j - 1, ',') && t->v[j - 2].kind == PG_QUERY__TOKEN__SCONST)
+    j -= 2;
+  return j >= 3 && sql_tok_punct(t, j - 1, '(') && sql_tok_is(sql, t, j - 2, "in") &&
+         is_ident(sql, t, j - 3, "ctid");
 }
 
 mr_status sql_rewrite(const char *sql, char **out, sql_error *err) {
@@ -102,7 +120,7 @@ mr_status sql_rewrite(const char *sql, char **out, sql_error *err) {
       copied = t.v[i + 2].end;
       i += 2;
       continue;
-    } else if (has_ctid && k->kind == PG_QUERY__TOKEN__SCONST) {
+    } else if (has_ctid && k->kind == PG_QUERY__TOKEN__SCONST && tid_context(sql, &t, i)) {
       long long v;
       if (tid_literal(sql + k->start, (size_t)(k->end - k->start), &v)) {
         snprintf(num, sizeof num, "%lld", v);

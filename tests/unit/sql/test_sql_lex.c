@@ -88,6 +88,11 @@ static void rewrite_ctid(void **state) {
                  "SELECT rowid AS ctid FROM t WHERE rowid BETWEEN 0 AND 327680");
   /* without ctid, tid-looking strings are data */
   ASSERT_REWRITE("SELECT '(0,2)'", "SELECT '(0,2)'");
+  /* and with ctid elsewhere in the statement, too */
+  ASSERT_REWRITE("UPDATE t SET v = '(1,2)' WHERE ctid = '(0,1)' AND w IN ('(3,4)')",
+                 "UPDATE t SET v = '(1,2)' WHERE rowid = 1 AND w IN ('(3,4)')");
+  ASSERT_REWRITE("SELECT ctid, '(0,1)' FROM t WHERE ctid IN ('(0,1)', '(0,2)')",
+                 "SELECT rowid AS ctid, '(0,1)' FROM t WHERE rowid IN (1, 2)");
 }
 
 /* The postgres extension's composite-type introspection query (v1.5). */
