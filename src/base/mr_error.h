@@ -32,7 +32,9 @@
   X(MR_ERR_CLOSED, "closed")                                                   \
   X(MR_ERR_IO, "io error")                                                     \
   X(MR_ERR_INVALID, "invalid argument")                                        \
-  X(MR_ERR_NOMEM, "out of memory")
+  X(MR_ERR_NOMEM, "out of memory")                                             \
+  X(MR_ERR_TIMEOUT, "timed out")                                               \
+  X(MR_ERR_NOSPACE, "no space left")
 
 typedef enum mr_status {
 #define MR_STATUS_ENUM(name, text) name,

@@ -723,14 +723,30 @@ static void txn_free(txn *t) {
   free(t->targets);
 }
 
+/* The SQLSTATE a client gets for a store failure, by its cause. */
+static const char *store_sqlstate(mr_status code) {
+  switch (code) {
+  case MR_ERR_NOSPACE:
+    return "53100"; /* disk_full */
+  case MR_ERR_TIMEOUT:
+  case MR_ERR_CLOSED:
+    return "57P03"; /* cannot_connect_now: the store does not answer */
+  case MR_ERR_FENCED:
+    return "57P01"; /* admin_shutdown: another writer owns the store */
+  default:
+    return "58030"; /* io_error */
+  }
+}
+
 mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err) {
   catalog *c = ctx;
   mr_error e;
   mr_error_clear(&e);
   if (c->failed)
-    return sql_fail(err, MR_ERR_IO, "XX000", "%s", c->failed_msg);
-  if (store_failed(c->st, &e))
-    return sql_fail(err, MR_ERR_IO, "XX000",
+    return sql_fail(err, MR_ERR_IO, "57P03", "%s", c->failed_msg);
+  mr_status frc = store_failed(c->st, &e);
+  if (frc)
+    return sql_fail(err, frc, store_sqlstate(frc),
                     "moraine: the catalog store failed; this server accepts no more writes: %s",
                     e.msg);
   if (changes->begin_seq != changes->commit_seq)
@@ -771,10 +787,15 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
     return sql_fail(err, rc, "40001", "could not serialize access: %s", e.msg);
   mr_error fe;
   if (rc && store_failed(c->st, &fe)) {
+    /* the write's fate is in doubt (a timed-out write may still land), so
+     * the engine may no longer match the store: no more writes here */
     c->failed = true;
     snprintf(c->failed_msg, sizeof c->failed_msg,
-             "moraine: the catalog store failed; this server accepts no more writes: %s", e.msg);
-    return sql_fail(err, rc, "XX000", "%s", c->failed_msg);
+             "moraine: the catalog store failed (%s); this server accepts no more writes until "
+             "it is restarted: %s",
+             mr_status_text(rc), e.msg);
+    fprintf(stderr, "moraine: store write failed (%s): %s\n", mr_status_text(rc), e.msg);
+    return sql_fail(err, rc, store_sqlstate(rc), "%s", c->failed_msg);
   }
   if (rc)
     return sql_fail(err, rc, "XX000", "moraine: catalog commit failed: %s", e.msg);

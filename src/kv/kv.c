@@ -11,6 +11,7 @@
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kv/slatedb-binding/sdb.h"
 
@@ -61,6 +62,8 @@ static mr_status status_of(int code) {
     return MR_ERR_CORRUPTION;
   case SDB_NOMEM:
     return MR_ERR_NOMEM;
+  case SDB_TIMEOUT:
+    return MR_ERR_TIMEOUT;
   default: /* SDB_UNAVAILABLE, SDB_INTERNAL */
     return MR_ERR_IO;
   }
@@ -70,7 +73,11 @@ static mr_status status_of(int code) {
 static mr_status done(int code, const char *msg, const char *op, mr_error *err) {
   if (code == SDB_OK)
     return MR_OK;
-  return mr_fail(err, status_of(code), "%s: %s", op, msg);
+  mr_status st = status_of(code);
+  /* a full disk surfaces as an I/O error whose text carries ENOSPC */
+  if (st == MR_ERR_IO && (strstr(msg, "os error 28") || strstr(msg, "No space left")))
+    st = MR_ERR_NOSPACE;
+  return mr_fail(err, st, "%s: %s", op, msg);
 }
 
 static void count_get(kv_db *db, mr_status rc, size_t klen, size_t vlen) {
@@ -115,6 +122,7 @@ mr_status kv_open(const char *url, const kv_open_options *opts, kv_db **out, mr_
       .extractor = (uint32_t)o.extractor_override,
       .wal_flush_ms = o.wal_flush_ms ? o.wal_flush_ms : KV_DEFAULT_WAL_FLUSH_MS,
       .poll_ms = o.poll_ms,
+      .deadline_ms = o.deadline_ms ? o.deadline_ms : KV_DEFAULT_DEADLINE_MS,
   };
   kv_db *db = calloc(1, sizeof *db);
   if (db == NULL)

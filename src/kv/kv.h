@@ -89,7 +89,14 @@ typedef struct kv_open_options {
   uint32_t poll_ms;                /* reader: background catch-up interval,
                                       0 = SlateDB's default (10 s) */
   kv_extractor extractor_override; /* TESTS ONLY; 0 = the real extractor */
+  uint32_t deadline_ms;            /* open, and each write of a writer, fails with
+                                      MR_ERR_TIMEOUT when not done by then;
+                                      0 = KV_DEFAULT_DEADLINE_MS */
 } kv_open_options;
+
+/* The default deadline of kv_open and kv_write. A write that misses it may
+ * still land later: the caller must treat the store as in doubt. */
+#define KV_DEFAULT_DEADLINE_MS 10000
 
 /* Reads through one kv_db and everything opened from it. */
 typedef struct kv_read_stats {

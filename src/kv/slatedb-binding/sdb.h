@@ -29,7 +29,9 @@ enum sdb_code {
   SDB_INVALID = 6,     /* ErrorKind::Invalid, and bad arguments */
   SDB_DATA = 7,        /* ErrorKind::Data: persisted state unexpected */
   SDB_INTERNAL = 8,    /* ErrorKind::Internal, caught panics */
-  SDB_NOMEM = 9        /* malloc of a returned value failed */
+  SDB_NOMEM = 9,       /* malloc of a returned value failed */
+  SDB_TIMEOUT = 10     /* the deadline of sdb_open_args passed (the store did
+                          not answer); a timed-out write may still land */
 };
 
 /* Which segment extractor an open configures. Only SEGMENT is for real use. */
@@ -45,6 +47,8 @@ typedef struct sdb_open_args {
   uint32_t extractor;    /* enum sdb_extractor */
   uint32_t wal_flush_ms; /* writer: WAL flush interval; 0 = SlateDB default */
   uint32_t poll_ms;      /* reader: manifest poll interval; 0 = default */
+  uint32_t deadline_ms;  /* open and writer writes: fail with SDB_TIMEOUT when
+                            not done by then; 0 = no deadline */
 } sdb_open_args;
 
 typedef struct sdb_db sdb_db;

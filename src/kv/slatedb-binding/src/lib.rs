@@ -48,6 +48,7 @@ const SDB_INVALID: i32 = 6;
 const SDB_DATA: i32 = 7;
 const SDB_INTERNAL: i32 = 8;
 const SDB_NOMEM: i32 = 9;
+const SDB_TIMEOUT: i32 = 10;
 
 // enum sdb_extractor in sdb.h.
 const EXTRACTOR_SEGMENT: u32 = 0;
@@ -302,6 +303,27 @@ enum Store {
 pub struct SdbDb {
     rt: Arc<Runtime>,
     store: Store,
+    deadline: Option<Duration>,
+}
+
+/// Runs `fut` on `rt`, failing with SDB_TIMEOUT when `deadline` passes first:
+/// a store that does not answer (full disk, object store down) becomes an
+/// error in bounded time instead of a hang.
+fn within<T, E, F>(rt: &Runtime, deadline: Option<Duration>, what: &str, fut: F) -> Res<T>
+where
+    E: Into<Fail>,
+    F: std::future::Future<Output = Result<T, E>>,
+{
+    match deadline {
+        None => rt.block_on(fut).map_err(Into::into),
+        Some(d) => match rt.block_on(async { tokio::time::timeout(d, fut).await }) {
+            Ok(r) => r.map_err(Into::into),
+            Err(_) => Err(fail(
+                SDB_TIMEOUT,
+                format!("{what} did not complete within {} ms", d.as_millis()),
+            )),
+        },
+    }
 }
 
 pub struct SdbIter {
@@ -331,6 +353,7 @@ pub struct SdbOpenArgs {
     extractor: u32,
     wal_flush_ms: u32,
     poll_ms: u32,
+    deadline_ms: u32,
 }
 
 /// Writer reads see only durable data: a batch still waiting for its WAL
@@ -491,6 +514,7 @@ pub unsafe extern "C" fn sdb_open(
         let (store, path) = resolve_store(url)?;
         let extractor = extractor(a.extractor)?;
         let rt = new_runtime()?;
+        let deadline = (a.deadline_ms > 0).then(|| Duration::from_millis(a.deadline_ms as u64));
         let kind = if a.read_only != 0 {
             let mut options = DbReaderOptions::default();
             if a.poll_ms > 0 {
@@ -504,8 +528,8 @@ pub unsafe extern "C" fn sdb_open(
                 extractor,
                 options,
             };
-            rt.block_on(require_store(&args.store, &args.path, url))?;
-            let reader = rt.block_on(args.build())?;
+            within(&rt, deadline, "opening the store", require_store(&args.store, &args.path, url))?;
+            let reader = within(&rt, deadline, "opening the store", args.build())?;
             Store::Reader(ReaderSlot {
                 current: RwLock::new(Arc::new(reader)),
                 args,
@@ -519,9 +543,13 @@ pub unsafe extern "C" fn sdb_open(
             if let Some(x) = extractor {
                 b = b.with_segment_extractor(x);
             }
-            Store::Writer(rt.block_on(b.build())?)
+            Store::Writer(within(&rt, deadline, "opening the store", b.build())?)
         };
-        *out = Box::into_raw(Box::new(SdbDb { rt, store: kind }));
+        *out = Box::into_raw(Box::new(SdbDb {
+            rt,
+            store: kind,
+            deadline,
+        }));
         Ok(())
     })
 }
@@ -539,7 +567,7 @@ pub unsafe extern "C" fn sdb_close(db: *mut SdbDb, msg: *mut c_char, cap: usize)
         }
         Ok(())
     });
-    let SdbDb { rt, store } = *db;
+    let SdbDb { rt, store, .. } = *db;
     drop_in(rt, store);
     code
 }
@@ -721,8 +749,12 @@ pub unsafe extern "C" fn sdb_write(
         let db = shared(db)?;
         let b = b.as_ref().ok_or_else(|| invalid("null batch"))?;
         let d = writer(db)?;
-        db.rt
-            .block_on(d.write_with_options(b.batch.clone(), &durable_write()))?;
+        within(
+            &db.rt,
+            db.deadline,
+            "the store write",
+            d.write_with_options(b.batch.clone(), &durable_write()),
+        )?;
         Ok(())
     })
 }
