@@ -5,11 +5,12 @@
  * Contract: when ready it prints exactly one line
  *   moraine: serving <store> on <host:port>
  * to stderr (flushed); a failure to start exits 1 with one line
- * "moraine: <reason>". Start-up order: open the store (a refused or fenced
- * store exits 1), open the SQL engine, claim the port, load the whole
- * retained catalog (catalog_load, logged with its row count and time),
- * install the commit hooks, then accept: the ready line comes only after
- * the load.
+ * "moraine: <reason>" (a bad option: exit 2). Start-up order: open the store
+ * (a refused or fenced store exits 1), open the SQL engine, claim the port,
+ * load the whole retained catalog (catalog_load, logged with its row count
+ * and time), install the commit hooks, then accept: the ready line comes
+ * only after the load. SIGTERM / SIGINT: stop accepting, let running
+ * statements finish (up to --shutdown-timeout), exit 0.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -21,15 +22,26 @@
 #include "cli/cli.h"
 #include "mr_version.h"
 #include "pgwire/pg_auth.h"
+#include "pgwire/pg_log.h"
 #include "pgwire/pg_server.h"
 #include "sql/sql.h"
 
 static const char serve_usage[] =
     "usage: moraine serve [--store URL] [--listen HOST:PORT] [--password-file FILE]\n"
+    "                     [--max-connections N] [--auth-timeout SECONDS]\n"
+    "                     [--shutdown-timeout SECONDS] [--log-level LEVEL]\n"
     "  --store URL           catalog store (default file://./moraine-data)\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
     "  --password-file FILE  require SCRAM-SHA-256 with the password in FILE (first line;\n"
-    "                        any user name is accepted)\n";
+    "                        any user name is accepted)\n"
+    "  --max-connections N   client sessions at once; more get 53300 (default 256)\n"
+    "  --auth-timeout SECONDS\n"
+    "                        close a connection not authenticated within this time\n"
+    "                        (default 10)\n"
+    "  --shutdown-timeout SECONDS\n"
+    "                        on SIGTERM, how long running statements may take before\n"
+    "                        they are cancelled (default 10)\n"
+    "  --log-level LEVEL     error, warn, info or debug (default info)\n";
 
 static pg_server *volatile running_server;
 
@@ -59,20 +71,42 @@ static int split_listen(const char *in, char *host, size_t hcap, char *port, siz
   return 0;
 }
 
+/* A positive whole number no larger than max; -1 if s is not one. */
+static long parse_count(const char *s, long max) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  return end == s || *end != '\0' || v <= 0 || v > max ? -1 : v;
+}
+
+/* Seconds (fractions allowed, e.g. 0.5) as milliseconds; 0 if invalid. */
+static uint64_t parse_seconds(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || *end != '\0' || !(v >= 0.001) || v > 86400.0)
+    return 0;
+  return (uint64_t)(v * 1000.0 + 0.5);
+}
+
 int cli_serve(int argc, char **argv) {
   const char *store_url = "file://./moraine-data";
   const char *listen_addr = "127.0.0.1:5433";
   const char *password_file = NULL;
+  const char *max_conn = NULL, *auth_timeout = NULL, *shutdown_timeout = NULL;
+  const char *log_level = "info";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(serve_usage, stdout);
       return 0;
     }
-    const char **slot = strcmp(a, "--store") == 0           ? &store_url
-                        : strcmp(a, "--listen") == 0        ? &listen_addr
-                        : strcmp(a, "--password-file") == 0 ? &password_file
-                                                            : NULL;
+    const char **slot = strcmp(a, "--store") == 0              ? &store_url
+                        : strcmp(a, "--listen") == 0           ? &listen_addr
+                        : strcmp(a, "--password-file") == 0    ? &password_file
+                        : strcmp(a, "--max-connections") == 0  ? &max_conn
+                        : strcmp(a, "--auth-timeout") == 0     ? &auth_timeout
+                        : strcmp(a, "--shutdown-timeout") == 0 ? &shutdown_timeout
+                        : strcmp(a, "--log-level") == 0        ? &log_level
+                                                               : NULL;
     if (slot == NULL) {
       fprintf(stderr, "moraine: serve: unknown option '%s' (see moraine serve --help)\n", a);
       return 2;
@@ -88,14 +122,52 @@ int cli_serve(int argc, char **argv) {
     fprintf(stderr, "moraine: serve: --listen wants HOST:PORT, got '%s'\n", listen_addr);
     return 2;
   }
-  char password[256];
+  pg_server_config cfg = {.host = host,
+                          .port = port,
+                          .max_connections = PG_DEFAULT_MAX_CONNECTIONS,
+                          .max_message = PG_DEFAULT_MAX_MESSAGE,
+                          .auth_timeout_ms = PG_DEFAULT_AUTH_TIMEOUT_MS,
+                          .shutdown_timeout_ms = PG_DEFAULT_SHUTDOWN_TIMEOUT_MS,
+                          .auth_fail_delay_ms = PG_DEFAULT_AUTH_FAIL_DELAY_MS};
+  /* MORAINE_MAX_CONNECTIONS: the limit when --max-connections is not given
+   * (older scripts and tests set it); the flag wins */
+  if (max_conn == NULL)
+    max_conn = getenv("MORAINE_MAX_CONNECTIONS");
+  if (max_conn) {
+    long n = parse_count(max_conn, 100000);
+    if (n < 0) {
+      fprintf(stderr,
+              "moraine: serve: --max-connections wants a number from 1 to 100000, got '%s'\n",
+              max_conn);
+      return 2;
+    }
+    cfg.max_connections = (int)n;
+  }
+  if (auth_timeout && (cfg.auth_timeout_ms = parse_seconds(auth_timeout)) == 0) {
+    fprintf(stderr, "moraine: serve: --auth-timeout wants seconds (0.001 to 86400), got '%s'\n",
+            auth_timeout);
+    return 2;
+  }
+  if (shutdown_timeout && (cfg.shutdown_timeout_ms = parse_seconds(shutdown_timeout)) == 0) {
+    fprintf(stderr, "moraine: serve: --shutdown-timeout wants seconds (0.001 to 86400), got '%s'\n",
+            shutdown_timeout);
+    return 2;
+  }
+  pg_log_level level;
   mr_error err;
+  if (pg_log_parse_level(log_level, &level, &err) != MR_OK) {
+    fprintf(stderr, "moraine: serve: --log-level: %s\n", err.msg);
+    return 2;
+  }
+  pg_log_set_level(level);
+  char password[256];
   if (password_file && pg_password_file_read(password_file, password, sizeof password, &err)) {
     fprintf(stderr, "moraine: %s\n", err.msg);
     return 1;
   }
   if (password_file == NULL && !pg_host_is_loopback(host)) {
-    fprintf(stderr, "moraine: refusing to listen on non-loopback address %s without --password-file\n",
+    fprintf(stderr,
+            "moraine: refusing to listen on non-loopback address %s without --password-file\n",
             host);
     return 1;
   }
@@ -115,12 +187,7 @@ int cli_serve(int argc, char **argv) {
   }
   /* Claim the port before the (possibly long) load, so a taken port fails
    * at once with one line; nothing is accepted until pg_server_run. */
-  pg_server_config cfg = {host, port, password_file ? password : NULL, PG_DEFAULT_MAX_CONNECTIONS,
-                          PG_DEFAULT_MAX_MESSAGE};
-  /* test knob (not a documented option): a small connection limit */
-  const char *max_conn = getenv("MORAINE_MAX_CONNECTIONS");
-  if (max_conn && atoi(max_conn) > 0)
-    cfg.max_connections = atoi(max_conn);
+  cfg.password = password_file ? password : NULL;
   pg_server *server;
   if (pg_server_start(&cfg, engine, &server, &err) != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);

@@ -2,15 +2,26 @@
  * pg_conn.c — one client connection's protocol state machine:
  *
  *   STARTUP  SSLRequest / GSSENCRequest -> 'N' (once each); CancelRequest
- *            -> close; protocol 3.0 startup packet -> AUTH (other versions:
- *            FATAL 0A000; a malformed packet: FATAL 08P01)
- *   AUTH     trust (no password configured) or SCRAM-SHA-256 (pg_auth.c)
+ *            -> pg_registry_cancel, then close; protocol 3.0 startup packet
+ *            -> a connection slot (else FATAL 53300) -> AUTH (other
+ *            versions: FATAL 0A000; a malformed packet: FATAL 08P01)
+ *   AUTH     trust (no password configured) or SCRAM-SHA-256 (pg_auth.c);
+ *            a failed password waits auth_fail_delay_ms, is logged, FATAL
+ *            28P01. Until authenticated every message is capped at
+ *            PG_PRE_AUTH_MESSAGE bytes, and the registry's watchdog shuts
+ *            the socket when authentication takes longer than the timeout.
  *   READY    ParameterStatus*, BackendKeyData, then the query loop:
  *            simple Query; extended Parse/Bind/Describe/Execute/Close/
  *            Flush/Sync (after an error: skip to Sync); COPY in/out happen
- *            inside a statement through the sink callbacks below
- *   closed   on Terminate, EOF, a socket error, or a badly framed /
- *            oversized message (FATAL 08P01 first when possible)
+ *            inside a statement through the sink callbacks below. Each
+ *            message runs between pg_registry_begin and pg_registry_end
+ *            with the session's statement_timeout (restarted at every
+ *            statement of a multi-statement Query), so the watchdog or a
+ *            CancelRequest can cancel it: the error is 57014 with the
+ *            reason as PostgreSQL words it.
+ *   closed   on Terminate, EOF, a socket error, a badly framed / oversized
+ *            message (FATAL 08P01 first when possible), or shutdown (idle:
+ *            FATAL 57P01)
  *
  * Message bodies are decoded by pg_proto.c (pure, bounds-checked). A body
  * that does not decode is handled as PostgreSQL does: in the extended
@@ -21,17 +32,24 @@
  *
  * Every outgoing message is built in conn->out (pg_buf), which is flushed at
  * ReadyForQuery, Flush, CopyInResponse, and whenever it grows large.
+ * Log lines (pg_log.h): connection opened / closed (info), authentication
+ * failure (warn), statement cancelled (info), dropped before authentication
+ * (info when the timeout ended it, debug otherwise).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "mr_version.h"
 #include "pgwire/pg_auth.h"
 #include "pgwire/pg_buf.h"
+#include "pgwire/pg_log.h"
 #include "pgwire/pg_proto.h"
+#include "pgwire/pg_registry.h"
 #include "pgwire/pg_server.h"
 
 #define FLUSH_THRESHOLD (256 * 1024)
@@ -68,6 +86,15 @@ typedef struct conn {
   pg_msg copy_msg; /* the last CopyData read; freed at the next read */
   char user[128];
   char database[128];
+  pg_registry *reg;
+  pg_entry *entry;
+  struct timespec opened; /* when authentication succeeded */
+  bool is_open;           /* logged as opened: log the close too */
+  bool stopping;          /* ended by the server's shutdown */
+  bool protocol_error;    /* ended by a FATAL of ours */
+  bool cancel_request;    /* this connection only carried a CancelRequest */
+  uint32_t pid;           /* BackendKeyData process id */
+  uint64_t timeout_ms;    /* statement_timeout of the running statement */
 } conn;
 
 /* ---- sending -------------------------------------------------------------- */
@@ -114,8 +141,31 @@ static void read_failed(conn *c, const mr_error *e) {
     fatal(c, "53200", e->msg);
 }
 
+/* A statement the registry cancelled fails with 57014 from the engine;
+ * the client is told why in PostgreSQL's words. */
 static void send_sql_error(conn *c, const sql_error *e) {
-  send_error(c, "ERROR", e->sqlstate[0] ? e->sqlstate : "XX000", e->base.msg);
+  const char *state = e->sqlstate[0] ? e->sqlstate : "XX000";
+  const char *msg = e->base.msg;
+  if (strcmp(state, "57014") == 0) {
+    switch (pg_registry_reason(c->reg, c->entry)) {
+    case PG_CANCEL_USER:
+      msg = "canceling statement due to user request";
+      break;
+    case PG_CANCEL_TIMEOUT:
+      msg = "canceling statement due to statement timeout";
+      break;
+    case PG_CANCEL_GONE:
+      msg = "canceling statement due to client disconnect";
+      break;
+    case PG_CANCEL_SHUTDOWN:
+      state = "57P01";
+      msg = "terminating connection due to administrator command";
+      break;
+    case PG_CANCEL_NONE:
+      break;
+    }
+  }
+  send_error(c, "ERROR", state, msg);
 }
 
 static void send_ready(conn *c) {
@@ -271,6 +321,10 @@ static int sk_copy_in_read(void *ctx, const uint8_t **data, size_t *len, char *m
 
 static int sk_command_complete(void *ctx, const char *tag) {
   conn *c = ctx;
+  /* the next statement of this message gets its own statement_timeout
+   * (read now: a SET earlier in the same string counts) */
+  c->timeout_ms = sql_session_statement_timeout_ms(c->session);
+  pg_registry_restart(c->reg, c->entry, c->timeout_ms);
   pg_buf_begin(&c->out, 'C');
   pg_buf_str(&c->out, tag);
   pg_buf_end(&c->out);
@@ -308,6 +362,24 @@ static sql_sink make_sink(conn *c) {
 
 /* ---- startup and authentication ------------------------------------------- */
 
+/* A CancelRequest: the target's running statement, if the key matches. */
+static void on_cancel_request(conn *c, uint32_t pid, uint32_t key) {
+  switch (pg_registry_cancel(c->reg, pid, key)) {
+  case PG_CANCEL_SENT:
+    pg_log(PG_LOG_DEBUG, "cancel request from %s for connection %u: cancelling its statement",
+           c->a->peer, pid);
+    break;
+  case PG_CANCEL_IDLE:
+    pg_log(PG_LOG_DEBUG, "cancel request from %s for connection %u: nothing running", c->a->peer,
+           pid);
+    break;
+  case PG_CANCEL_NO_MATCH:
+    pg_log(PG_LOG_WARN, "cancel request from %s for connection %u: no such connection or wrong key",
+           c->a->peer, pid);
+    break;
+  }
+}
+
 /* Reads startup packets until the v3 one; false: close the connection. */
 static bool startup(conn *c) {
   bool ssl_done = false, gss_done = false;
@@ -335,8 +407,10 @@ static bool startup(conn *c) {
       continue;
     }
     if (st.kind == PG_STARTUP_CANCEL) {
-      pg_msg_free(&m); /* queries are not cancellable yet: just close */
-      return false;
+      pg_msg_free(&m);
+      c->cancel_request = true;
+      on_cancel_request(c, st.cancel_pid, st.cancel_key);
+      return false; /* PostgreSQL answers nothing: just close */
     }
     snprintf(c->user, sizeof c->user, "%s", st.user ? st.user : "moraine");
     snprintf(c->database, sizeof c->database, "%s",
@@ -359,10 +433,18 @@ static bool expect_password_message(conn *c, pg_msg *m) {
   return true;
 }
 
+/* A failed password: logged once, answered only after a delay, so guessing
+ * costs the guesser time (PostgreSQL's auth_delay). */
 static bool auth_fail(conn *c, const char *why) {
+  pg_log(PG_LOG_WARN, "authentication failed for user \"%s\" (database \"%s\") from %s: %s",
+         c->user, c->database, c->a->peer, why);
+  uint64_t ms = c->a->auth_fail_delay_ms;
+  struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    /* interrupted by a signal: sleep the rest */
+  }
   char msg[256];
   snprintf(msg, sizeof msg, "password authentication failed for user \"%s\"", c->user);
-  (void)why;
   send_error(c, "FATAL", "28P01", msg);
   flush(c);
   return false;
@@ -744,11 +826,78 @@ static void send_session_start(conn *c) {
     send_param_status(c, names[i], v ? v : "");
   }
   send_param_status(c, "session_authorization", c->user);
+  uint32_t pid, secret;
+  pg_registry_key(c->entry, &pid, &secret);
   pg_buf_begin(&c->out, 'K');
-  pg_buf_i32(&c->out, (int32_t)c->a->id);
-  pg_buf_i32(&c->out, (int32_t)c->a->secret);
+  pg_buf_i32(&c->out, (int32_t)pid);
+  pg_buf_i32(&c->out, (int32_t)secret);
   pg_buf_end(&c->out);
   send_ready(c);
+}
+
+/* The server is shutting down and this connection is idle: end it as
+ * PostgreSQL's fast shutdown does. */
+static void terminate_for_shutdown(conn *c) {
+  c->stopping = true;
+  if (!c->io_failed)
+    fatal(c, "57P01", "terminating connection due to administrator command");
+}
+
+static void dispatch(conn *c, pg_msg *m) {
+  switch (m->type) {
+  case 'Q':
+    on_query(c, m);
+    break;
+  case 'P':
+    on_parse(c, m);
+    break;
+  case 'B':
+    on_bind(c, m);
+    break;
+  case 'D':
+    on_describe(c, m);
+    break;
+  case 'E':
+    on_execute(c, m);
+    break;
+  case 'C':
+    on_close(c, m);
+    break;
+  case 'S':
+    on_sync(c);
+    break;
+  case 'H':
+    flush(c);
+    break;
+  case 'd':
+  case 'c':
+  case 'f':
+    break; /* COPY messages after a COPY ended in error are dropped */
+  default: {
+    char msg[64];
+    snprintf(msg, sizeof msg, "invalid frontend message type %d", (unsigned char)m->type);
+    c->protocol_error = true;
+    fatal(c, "08P01", msg);
+    c->io_failed = true;
+  }
+  }
+}
+
+/* Why a cancelled message stopped, for the log. */
+static const char *reason_text(pg_cancel_reason why) {
+  switch (why) {
+  case PG_CANCEL_USER:
+    return "cancel request";
+  case PG_CANCEL_TIMEOUT:
+    return "statement_timeout";
+  case PG_CANCEL_GONE:
+    return "client disconnected";
+  case PG_CANCEL_SHUTDOWN:
+    return "server shutdown";
+  case PG_CANCEL_NONE:
+    break;
+  }
+  return "none";
 }
 
 static void query_loop(conn *c) {
@@ -757,57 +906,76 @@ static void query_loop(conn *c) {
     mr_error e;
     pg_msg_free(&c->copy_msg);
     if (pg_read_message(&c->in, &m, &e) != MR_OK) {
-      read_failed(c, &e);
+      if (pg_registry_stopping(c->reg))
+        terminate_for_shutdown(c);
+      else {
+        if (e.code == MR_ERR_INVALID || e.code == MR_ERR_NOMEM)
+          c->protocol_error = true;
+        read_failed(c, &e);
+      }
       return;
     }
-    if (c->skip_to_sync && m.type != 'S' && m.type != 'X') {
+    if (m.type == 'X') {
+      pg_msg_free(&m);
+      return;
+    }
+    if (c->skip_to_sync && m.type != 'S') {
       pg_msg_free(&m);
       continue;
     }
-    switch (m.type) {
-    case 'Q':
-      on_query(c, &m);
-      break;
-    case 'P':
-      on_parse(c, &m);
-      break;
-    case 'B':
-      on_bind(c, &m);
-      break;
-    case 'D':
-      on_describe(c, &m);
-      break;
-    case 'E':
-      on_execute(c, &m);
-      break;
-    case 'C':
-      on_close(c, &m);
-      break;
-    case 'S':
-      on_sync(c);
-      break;
-    case 'H':
-      flush(c);
-      break;
-    case 'X':
-      pg_msg_free(&m);
-      return;
-    case 'd':
-    case 'c':
-    case 'f':
-      break; /* COPY messages after a COPY ended in error are dropped */
-    default: {
-      char msg[64];
-      snprintf(msg, sizeof msg, "invalid frontend message type %d", (unsigned char)m.type);
-      pg_msg_free(&m);
-      fatal(c, "08P01", msg);
-      return;
-    }
-    }
+    c->timeout_ms = sql_session_statement_timeout_ms(c->session);
+    pg_registry_begin(c->reg, c->entry, c->timeout_ms);
+    dispatch(c, &m);
+    pg_cancel_reason why = pg_registry_reason(c->reg, c->entry);
+    if (why == PG_CANCEL_TIMEOUT)
+      pg_log(PG_LOG_INFO, "connection %u (%s, user \"%s\"): statement cancelled: %s of %llu ms",
+             c->pid, c->a->peer, c->user, reason_text(why), (unsigned long long)c->timeout_ms);
+    else if (why != PG_CANCEL_NONE)
+      pg_log(PG_LOG_INFO, "connection %u (%s, user \"%s\"): statement cancelled: %s", c->pid,
+             c->a->peer, c->user, reason_text(why));
+    /* a ReadyForQuery 'I' just went out: between transactions */
+    bool idle = (m.type == 'Q' || m.type == 'S') && sql_session_status(c->session) == 'I';
     pg_msg_free(&m);
     if (c->out.failed)
       c->io_failed = true;
+    if (pg_registry_end(c->reg, c->entry, idle)) {
+      terminate_for_shutdown(c);
+      return;
+    }
   }
+}
+
+static double seconds_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Startup and authentication; true once the session is open. */
+static bool open_session(conn *c) {
+  const pg_conn_args *a = c->a;
+  c->in.max_message = PG_PRE_AUTH_MESSAGE; /* small until authenticated */
+  if (!startup(c))
+    return false;
+  mr_error me;
+  if (pg_registry_claim(c->reg, c->entry, &me) != MR_OK) {
+    bool full = me.code == MR_ERR_CONFLICT;
+    pg_log(PG_LOG_WARN, "connection from %s (user \"%s\") refused: %s", a->peer, c->user, me.msg);
+    return fatal(c, full ? "53300" : "57P03", me.msg);
+  }
+  if (!authenticate(c))
+    return false;
+  c->in.max_message = a->max_message;
+  sql_error e;
+  if (sql_session_open(a->engine, c->user, c->database, &c->session, &e) != MR_OK) {
+    pg_log(PG_LOG_WARN, "connection from %s (user \"%s\"): cannot open a session: %s", a->peer,
+           c->user, e.base.msg);
+    send_error(c, "FATAL", e.sqlstate, e.base.msg);
+    flush(c);
+    return false;
+  }
+  pg_registry_authenticated(c->reg, c->entry, c->session);
+  return true;
 }
 
 void pg_conn_run(const pg_conn_args *a) {
@@ -815,25 +983,36 @@ void pg_conn_run(const pg_conn_args *a) {
   if (c == NULL)
     return;
   c->a = a;
+  c->reg = a->registry;
+  c->entry = a->entry;
+  uint32_t secret;
+  pg_registry_key(a->entry, &c->pid, &secret);
   c->in.fd = a->fd;
-  c->in.max_message = a->max_message;
-  if (!startup(c))
-    goto done;
-  if (a->over_limit) {
-    fatal(c, "53300", "sorry, too many clients already (too many connections)");
-    goto done;
-  }
-  if (!authenticate(c))
-    goto done;
-  sql_error e;
-  if (sql_session_open(a->engine, c->user, c->database, &c->session, &e) != MR_OK) {
-    send_error(c, "FATAL", e.sqlstate, e.base.msg);
-    flush(c);
+  struct timespec accepted;
+  clock_gettime(CLOCK_MONOTONIC, &accepted);
+  if (!open_session(c)) {
+    if (pg_registry_timed_out(c->reg, c->entry))
+      pg_log(PG_LOG_INFO, "connection from %s closed: not authenticated within %llu ms", a->peer,
+             (unsigned long long)a->auth_timeout_ms);
+    else if (!c->cancel_request)
+      pg_log(PG_LOG_DEBUG, "connection from %s closed before authentication after %.3f s", a->peer,
+             seconds_since(&accepted));
     goto done;
   }
+  c->is_open = true;
+  clock_gettime(CLOCK_MONOTONIC, &c->opened);
+  pg_log(PG_LOG_INFO, "connection %u opened from %s: user \"%s\", database \"%s\"", c->pid, a->peer,
+         c->user, c->database);
   send_session_start(c);
   query_loop(c);
 done:
+  pg_registry_detach(c->reg, c->entry); /* no canceller touches the session from here */
+  if (c->is_open)
+    pg_log(PG_LOG_INFO, "connection %u closed from %s: user \"%s\", database \"%s\", %.3f s%s",
+           c->pid, a->peer, c->user, c->database, seconds_since(&c->opened),
+           c->stopping         ? " (server shutdown)"
+           : c->protocol_error ? " (protocol error)"
+                               : "");
   pg_msg_free(&c->copy_msg);
   while (c->portals) {
     portal *p = c->portals;

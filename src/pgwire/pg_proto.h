@@ -38,6 +38,11 @@ typedef struct pg_error {
 #define PG_STARTUP_MAX 10000   /* the startup packet, its length included */
 #define PG_SMALL_MESSAGE 10000 /* Sync, Describe, Execute, Close, CopyFail, ... */
 #define PG_AUTH_MESSAGE 65535  /* SASL messages ('p') */
+/* Every message before authentication is done (SASL responses included):
+ * pg_conn.c passes it as max_message until then, so an unauthenticated
+ * client can make the server hold at most this much (plus the startup
+ * packet's PG_STARTUP_MAX). */
+#define PG_PRE_AUTH_MESSAGE 8192
 
 /* The largest body accepted for a message of this type: max_message for
  * Query, Parse, Bind and CopyData, PG_AUTH_MESSAGE for 'p', PG_SMALL_MESSAGE

@@ -1,16 +1,22 @@
 /*
  * pg_server.h — the PostgreSQL v3 protocol server: a listening socket and
- * one thread per client connection (pg_conn.c runs the protocol). The SQL
- * behind it is an sql_engine (sql/sql.h); this layer knows nothing of DuckDB.
+ * one thread per client connection (pg_conn.c runs the protocol; the live
+ * connections, their limits, deadlines and cancels are in pg_registry.h).
+ * The SQL behind it is an sql_engine (sql/sql.h); this layer knows nothing
+ * of DuckDB.
  *
  * Lifecycle: pg_server_start binds and listens (so "address in use" is
  * reported before anything is served); pg_server_run accepts until
- * pg_server_stop; then it closes every client connection, waits for their
- * threads and returns. pg_server_stop is async-signal-safe.
+ * pg_server_stop, then drains: no new connections, idle ones are ended
+ * (FATAL 57P01), running statements and open transactions get up to
+ * shutdown_timeout_ms to finish, then whatever is left is cancelled and its
+ * socket shut; it returns once every connection thread has ended.
+ * pg_server_stop is async-signal-safe.
  */
 #ifndef MR_PG_SERVER_H
 #define MR_PG_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,15 +26,25 @@
 typedef struct pg_server pg_server;
 
 typedef struct pg_server_config {
-  const char *host;        /* numeric IPv4/IPv6 address or a name */
-  const char *port;        /* "0" picks a free port */
-  const char *password;    /* NULL: trust (only allowed on loopback) */
-  int max_connections;     /* beyond it clients get 53300 */
-  size_t max_message;      /* larger messages close the connection */
+  const char *host;             /* numeric IPv4/IPv6 address or a name */
+  const char *port;             /* "0" picks a free port */
+  const char *password;         /* NULL: trust (only allowed on loopback) */
+  int max_connections;          /* sessions; beyond it clients get 53300 */
+  size_t max_message;           /* larger messages close the connection */
+  uint64_t auth_timeout_ms;     /* accept -> authenticated, else closed */
+  uint64_t shutdown_timeout_ms; /* the drain's bound at stop */
+  uint64_t auth_fail_delay_ms;  /* a failed authentication waits this long */
 } pg_server_config;
 
-#define PG_DEFAULT_MAX_CONNECTIONS 64
+/* Zero in a config field means its default. */
+#define PG_DEFAULT_MAX_CONNECTIONS 256
 #define PG_DEFAULT_MAX_MESSAGE ((size_t)256 << 20)
+#define PG_DEFAULT_AUTH_TIMEOUT_MS 10000
+#define PG_DEFAULT_SHUTDOWN_TIMEOUT_MS 10000
+#define PG_DEFAULT_AUTH_FAIL_DELAY_MS 1000
+/* Connections that have not sent their startup packet yet: at most
+ * max(PG_MIN_PENDING, max_connections) at once; more are refused at accept. */
+#define PG_MIN_PENDING 64
 
 mr_status pg_server_start(const pg_server_config *cfg, sql_engine *engine, pg_server **out,
                           mr_error *err) MR_MUST_CHECK;
@@ -42,17 +58,23 @@ void pg_server_free(pg_server *s);
 bool pg_host_is_loopback(const char *host);
 
 /* ---- for pg_conn.c ---- */
+typedef struct pg_registry pg_registry;
+typedef struct pg_entry pg_entry;
+
 typedef struct pg_conn_args {
   int fd;
-  uint32_t id;          /* BackendKeyData process id */
-  uint32_t secret;
+  const char *peer; /* "address:port" of the client */
+  pg_registry *registry;
+  pg_entry *entry; /* this connection in the registry */
   sql_engine *engine;
   const char *password; /* NULL: trust */
   size_t max_message;
-  int over_limit;       /* answer 53300 after the startup packet */
+  uint64_t auth_timeout_ms; /* for the log line when it passes */
+  uint64_t auth_fail_delay_ms;
 } pg_conn_args;
 
-/* Runs one connection to its end (closes nothing: the caller owns fd). */
+/* Runs one connection to its end (closes nothing: the caller owns fd and
+ * removes the entry). */
 void pg_conn_run(const pg_conn_args *a);
 
 #endif /* MR_PG_SERVER_H */
