@@ -1,0 +1,100 @@
+"""Faults for real against the real `moraine serve`: a store on a full disk,
+and a second server taking the store over. Each must become a clear error in
+bounded time, reads must go on, and no acknowledged commit may be lost.
+
+The full-disk test mounts a small tmpfs (it needs root; it is skipped with
+the reason otherwise). The binary is MORAINE_BIN.
+"""
+import os
+import subprocess
+import time
+
+import psycopg
+import pytest
+
+from conftest import connect
+from test_pg_front import Server
+
+DEADLINE_S = 30  # the store write deadline is 10 s; generous for a slow CI
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def fill(path):
+    """Fills the file system holding path; returns the filler file."""
+    filler = path / "filler"
+    with open(filler, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * (1 << 20))
+                f.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def attach(server, data):
+    duck = connect()
+    duck.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake (DATA_PATH '{data}/')")
+    return duck
+
+
+def test_full_disk_fails_in_bounded_time_reads_go_on_nothing_lost(small_disk, tmp_path):
+    store = small_disk / "store"
+    data = tmp_path / "data"
+    server = Server("--store", f"file://{store}")
+    try:
+        duck = attach(server, data)
+        duck.execute("CREATE TABLE lake.t (id BIGINT)")
+        acked = []
+        for i in range(5):
+            duck.execute(f"INSERT INTO lake.t VALUES ({i})")
+            acked.append(i)
+        filler = fill(small_disk)
+        # a commit on the full disk: a clear error within the deadline
+        t0 = time.monotonic()
+        with psycopg.connect(server.dsn(), autocommit=True) as conn:
+            with pytest.raises(psycopg.Error) as failed:
+                conn.execute("INSERT INTO ducklake_metadata VALUES ('k', 'v', NULL, NULL)")
+        elapsed = time.monotonic() - t0
+        assert elapsed < DEADLINE_S, f"the failing commit took {elapsed:.1f} s"
+        assert failed.value.sqlstate in ("53100", "57P03", "58030"), failed.value
+        # reads go on, on a new connection too
+        with psycopg.connect(server.dsn(), autocommit=True, connect_timeout=10) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+            assert conn.execute("SELECT count(*) FROM ducklake_snapshot").fetchone()[0] >= 6
+        assert sorted(r[0] for r in duck.execute("SELECT id FROM lake.t").fetchall()) == acked
+        # later writes are refused at once, with the reason
+        t0 = time.monotonic()
+        with pytest.raises(Exception) as refused:
+            duck.execute("INSERT INTO lake.t VALUES (99)")
+        assert time.monotonic() - t0 < DEADLINE_S
+        assert "store" in str(refused.value)
+        duck.close()
+        filler.unlink()
+    finally:
+        server.stop()
+    log = server.proc.stderr.read()
+    assert "store write failed" in log, log
+    # space is back: a restarted server has every acknowledged row and commits
+    again = Server("--store", f"file://{store}")
+    try:
+        duck = attach(again, data)
+        assert sorted(r[0] for r in duck.execute("SELECT id FROM lake.t").fetchall()) == acked
+        duck.execute("INSERT INTO lake.t VALUES (100)")
+        assert duck.execute("SELECT count(*) FROM lake.t").fetchone() == (len(acked) + 1,)
+        duck.close()
+    finally:
+        assert again.stop() == 0
