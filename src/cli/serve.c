@@ -44,6 +44,16 @@ static const char serve_usage[] =
     "  --log-level LEVEL     error, warn, info or debug (default info)\n";
 
 static pg_server *volatile running_server;
+static volatile sig_atomic_t fenced; /* another writer took the store over */
+
+/* The store watcher's fencing callback: this server may no longer write
+ * nor vouch that its catalog is current, so it stops (exit status 3). */
+static void on_fenced(void *ctx) {
+  fenced = 1;
+  pg_server *s = running_server;
+  if (s)
+    pg_server_stop(s);
+}
 
 static void on_signal(int sig) {
   (void)sig;
@@ -213,6 +223,9 @@ int cli_serve(int argc, char **argv) {
           (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
   catalog_install_hooks(cat);
   memset(password, 0, sizeof password);
+  store_watch *watch = NULL;
+  if (store_watch_start(st, 1000, on_fenced, NULL, &watch, &err) != MR_OK)
+    fprintf(stderr, "moraine: %s (the store is not watched)\n", err.msg);
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -228,12 +241,18 @@ int cli_serve(int argc, char **argv) {
 
   mr_status rc = pg_server_run(server, &err);
   running_server = NULL;
+  store_watch_stop(watch);
   pg_server_free(server);
   sql_engine_set_commit_hooks(engine, NULL);
   catalog_free(cat);
   sql_engine_close(engine);
   mr_error cerr;
-  if (store_close(st, &cerr) != MR_OK && rc == MR_OK) {
+  mr_status crc = store_close(st, &cerr);
+  if (fenced) { /* closing a fenced store may fail too: the takeover is the news */
+    fprintf(stderr, "moraine: stopped: another server has taken over the store\n");
+    return 3;
+  }
+  if (crc != MR_OK && rc == MR_OK) {
     fprintf(stderr, "moraine: closing the store: %s\n", cerr.msg);
     return 1;
   }

@@ -294,6 +294,21 @@ void store_set_fault(store *st, store_fault_fn fn, void *ctx) {
   pthread_mutex_unlock(&st->mu);
 }
 
+mr_status store_probe(store *st, mr_error *err) {
+  mr_key k = {.kind = MR_KK_SYS_HEAD};
+  ProtobufCMessage *head = NULL;
+  mr_status rc = store_get_msg(st, &k, &head, err);
+  if (head)
+    mr_value_free(head);
+  if (rc == MR_ERR_FENCED) {
+    pthread_mutex_lock(&st->mu);
+    if (!st->failed)
+      mark_failed(st, rc, err);
+    pthread_mutex_unlock(&st->mu);
+  }
+  return rc;
+}
+
 mr_status store_failed(const store *st, mr_error *err) {
   store *s = (store *)st;
   pthread_mutex_lock(&s->mu);

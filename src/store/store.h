@@ -85,6 +85,21 @@ void store_set_fault(store *st, store_fault_fn fn, void *ctx);
  * more commits (it never serves state that is not durable). */
 mr_status store_failed(const store *st, mr_error *err);
 
+/* One durable point read of sys/head: MR_OK while the store answers. A
+ * writer that another writer has fenced learns it here too (MR_ERR_FENCED,
+ * and the store turns failed), without having to attempt a commit. */
+mr_status store_probe(store *st, mr_error *err) MR_MUST_CHECK;
+
+/* The store watcher (watch.c): a thread probing st every interval_ms (0:
+ * 1000). It logs a store that stops answering and its recovery, once each;
+ * when another writer has taken the store over it logs that and calls
+ * on_fenced(ctx) once (from its own thread) and stops. store_watch_stop
+ * joins the thread; call it before closing st. */
+typedef struct store_watch store_watch;
+mr_status store_watch_start(store *st, unsigned interval_ms, void (*on_fenced)(void *ctx),
+                            void *ctx, store_watch **out, mr_error *err) MR_MUST_CHECK;
+void store_watch_stop(store_watch *w);
+
 /* ---- commits ----------------------------------------------------------- */
 
 typedef struct store_commit store_commit;

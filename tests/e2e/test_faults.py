@@ -98,3 +98,44 @@ def test_full_disk_fails_in_bounded_time_reads_go_on_nothing_lost(small_disk, tm
         duck.close()
     finally:
         assert again.stop() == 0
+
+
+def test_a_second_server_fences_the_first_which_stops(tmp_path):
+    store, data = tmp_path / "store", tmp_path / "data"
+    first = Server("--store", f"file://{store}")
+    duck = attach(first, data)
+    duck.execute("CREATE TABLE lake.t (id BIGINT)")
+    duck.execute("INSERT INTO lake.t VALUES (1), (2)")
+    duck.close()
+    second = Server("--store", f"file://{store}")
+    try:
+        # the first learns of the takeover without a write, says so, exits 3
+        assert first.proc.wait(timeout=DEADLINE_S) == 3
+        log = first.proc.stderr.read()
+        assert "another server has taken over" in log, log
+        duck = attach(second, data)
+        assert duck.execute("SELECT id FROM lake.t ORDER BY id").fetchall() == [(1,), (2,)]
+        duck.execute("INSERT INTO lake.t VALUES (3)")
+        assert duck.execute("SELECT count(*) FROM lake.t").fetchone() == (3,)
+        duck.close()
+    finally:
+        assert second.stop() == 0
+
+
+def test_a_read_only_store_is_refused_at_start_in_bounded_time(small_disk, tmp_path):
+    store = small_disk / "store"
+    server = Server("--store", f"file://{store}")
+    duck = attach(server, tmp_path / "data")
+    duck.execute("CREATE TABLE lake.t (id BIGINT)")
+    duck.close()
+    assert server.stop() == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    import test_pg_front
+    t0 = time.monotonic()
+    r = subprocess.run([test_pg_front.MORAINE, "serve", "--store", f"file://{store}",
+                        "--listen", "127.0.0.1:0"], capture_output=True, text=True,
+                       timeout=DEADLINE_S * 2)
+    assert time.monotonic() - t0 < DEADLINE_S
+    assert r.returncode != 0
+    lines = [line for line in r.stderr.splitlines() if line.startswith("moraine: cannot")]
+    assert len(lines) == 1, r.stderr

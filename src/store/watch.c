@@ -1,0 +1,99 @@
+/*
+ * watch.c — the store watcher (store_watch_* of store.h): one thread that
+ * probes a writer's store at a fixed interval, so that an operator learns of
+ * a store that stops answering, of its recovery, and of a takeover by
+ * another writer, each once, in the log — even when no client is writing.
+ *
+ * On fencing it calls the owner's callback once and stops probing; what to
+ * do then (serve exits non-zero) is the owner's policy, not the store's.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "store/store.h"
+
+struct store_watch {
+  store *st;
+  unsigned interval_ms;
+  void (*on_fenced)(void *ctx);
+  void *ctx;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool stop;
+};
+
+/* Waits interval_ms or until stopped; true when stopped. */
+static bool wait_or_stop(store_watch *w) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += w->interval_ms / 1000;
+  until.tv_nsec += (long)(w->interval_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&w->mu);
+  while (!w->stop && pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0) {
+  }
+  bool stop = w->stop;
+  pthread_mutex_unlock(&w->mu);
+  return stop;
+}
+
+static void *watch_main(void *arg) {
+  store_watch *w = arg;
+  bool down = false;
+  while (!wait_or_stop(w)) {
+    mr_error err;
+    mr_status rc = store_probe(w->st, &err);
+    if (rc == MR_ERR_FENCED) {
+      fprintf(stderr, "moraine: fenced: another server has taken over this store: %s\n", err.msg);
+      w->on_fenced(w->ctx);
+      return NULL;
+    }
+    if (rc != MR_OK && !down)
+      fprintf(stderr, "moraine: store unavailable (%s): %s\n", mr_status_text(rc), err.msg);
+    else if (rc == MR_OK && down)
+      fprintf(stderr, "moraine: store answers again\n");
+    down = rc != MR_OK;
+  }
+  return NULL;
+}
+
+mr_status store_watch_start(store *st, unsigned interval_ms, void (*on_fenced)(void *ctx),
+                            void *ctx, store_watch **out, mr_error *err) {
+  *out = NULL;
+  store_watch *w = calloc(1, sizeof *w);
+  if (w == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "store watch: out of memory");
+  w->st = st;
+  w->interval_ms = interval_ms ? interval_ms : 1000;
+  w->on_fenced = on_fenced;
+  w->ctx = ctx;
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->cv, NULL);
+  if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w);
+    return mr_fail(err, MR_ERR_NOMEM, "store watch: cannot start its thread");
+  }
+  *out = w;
+  return MR_OK;
+}
+
+void store_watch_stop(store_watch *w) {
+  if (w == NULL)
+    return;
+  pthread_mutex_lock(&w->mu);
+  w->stop = true;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+  pthread_join(w->thread, NULL);
+  pthread_mutex_destroy(&w->mu);
+  pthread_cond_destroy(&w->cv);
+  free(w);
+}
