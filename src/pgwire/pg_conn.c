@@ -37,6 +37,7 @@
  * (info when the timeout ended it, debug otherwise).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -978,8 +979,22 @@ static bool open_session(conn *c) {
   return true;
 }
 
+/* A zeroed conn except its 64 KiB read buffer, which is only ever read
+ * after being filled: calloc would write every page of it, so each silent
+ * client would cost 64 KiB of resident memory for nothing. */
+static conn *conn_new(void) {
+  conn *c = malloc(sizeof *c);
+  if (c == NULL)
+    return NULL;
+  size_t buf_at = offsetof(conn, in) + offsetof(pg_reader, buf);
+  size_t buf_end = buf_at + sizeof c->in.buf;
+  memset(c, 0, buf_at);
+  memset((char *)c + buf_end, 0, sizeof *c - buf_end);
+  return c;
+}
+
 void pg_conn_run(const pg_conn_args *a) {
-  conn *c = calloc(1, sizeof *c);
+  conn *c = conn_new();
   if (c == NULL)
     return;
   c->a = a;
