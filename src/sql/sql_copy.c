@@ -105,9 +105,8 @@ static mr_status copy_out_binary(sql_session *s, const char *sql, const sql_sink
   if (rc)
     return rc;
   duckdb_result r;
-  if (duckdb_execute_prepared(ps, &r) != DuckDBSuccess) {
-    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
-    duckdb_destroy_result(&r);
+  rc = sql_execute_streaming(ps, &r, err); /* rows leave as they are made */
+  if (rc) {
     duckdb_destroy_prepare(&ps);
     return rc;
   }

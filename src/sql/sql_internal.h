@@ -114,10 +114,17 @@ mr_status sql_fail_duckdb(sql_error *err, const char *msg);
 mr_status sql_send_result(sql_session *s, duckdb_result *r, duckdb_prepared_statement types_from,
                           bool describe, size_t nformats, const int16_t *formats,
                           const sql_sink *sink, uint64_t *nrows, sql_error *err) MR_MUST_CHECK;
-/* For a SELECT with columns duckdb_value_varchar cannot format (TIMESTAMPTZ,
- * lists, structs, ...): the same query with those columns cast to VARCHAR
- * (lists as {a,b}); NULL when no wrap is needed. Caller frees. */
+/* For a SELECT with columns a chunk cannot be turned into PostgreSQL text
+ * directly (everything but booleans, integers, VARCHAR and BLOB): the same
+ * query with those columns cast to their text form in SQL (lists as {a,b},
+ * NaN / Infinity for floats); NULL when no wrap is needed. Caller frees. */
 char *sql_text_wrap(duckdb_prepared_statement ps, const char *sql);
+/* Executes ps as a streaming result: rows are computed as they are
+ * fetched (duckdb_fetch_chunk only), so a large result never sits whole in
+ * memory and one the client abandons stops with it. On failure r needs no
+ * destroy. */
+mr_status sql_execute_streaming(duckdb_prepared_statement ps, duckdb_result *r,
+                                sql_error *err) MR_MUST_CHECK;
 /* Columns of a prepared statement as RowDescription would give them. */
 mr_status sql_describe_columns(duckdb_prepared_statement ps, size_t nformats,
                                const int16_t *formats, const sql_sink *sink,

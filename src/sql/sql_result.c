@@ -68,6 +68,11 @@ mr_status sql_describe_columns(duckdb_prepared_statement ps, size_t nformats,
 /* Text form of one cell from a vector, for text columns in a binary result. */
 static bool vector_text(sql_strbuf *b, const pg_coltype *ct, duckdb_vector vec, uint64_t row) {
   void *data = duckdb_vector_get_data(vec);
+  if (ct->oid == PG_OID_TID && ct->duck == DUCKDB_TYPE_BIGINT) {
+    int64_t rid = ((int64_t *)data)[row];
+    sql_strbuf_addf(b, "(%lld,%lld)", (long long)(rid >> 16), (long long)(rid & 0xFFFF));
+    return true;
+  }
   switch (ct->duck) {
   case DUCKDB_TYPE_BOOLEAN:
     sql_strbuf_add(b, ((bool *)data)[row] ? "t" : "f");
@@ -232,13 +237,29 @@ static bool text_native(duckdb_type t) {
   }
 }
 
+/* Types whose PostgreSQL text form vector_text writes from a chunk itself. */
+static bool vector_native(duckdb_type t) {
+  switch (t) {
+  case DUCKDB_TYPE_BOOLEAN:
+  case DUCKDB_TYPE_TINYINT:
+  case DUCKDB_TYPE_SMALLINT:
+  case DUCKDB_TYPE_INTEGER:
+  case DUCKDB_TYPE_BIGINT:
+  case DUCKDB_TYPE_VARCHAR:
+  case DUCKDB_TYPE_BLOB:
+    return true;
+  default:
+    return false;
+  }
+}
+
 char *sql_text_wrap(duckdb_prepared_statement ps, const char *sql) {
   if (duckdb_prepared_statement_type(ps) != DUCKDB_STATEMENT_TYPE_SELECT)
     return NULL;
   size_t ncols = duckdb_prepared_statement_column_count(ps);
   bool need = false;
   for (size_t i = 0; i < ncols; i++)
-    if (!text_native(duckdb_prepared_statement_column_type(ps, i)))
+    if (!vector_native(duckdb_prepared_statement_column_type(ps, i)))
       need = true;
   if (!need)
     return NULL;
@@ -247,19 +268,42 @@ char *sql_text_wrap(duckdb_prepared_statement ps, const char *sql) {
   for (size_t i = 0; i < ncols; i++) {
     const char *name = duckdb_prepared_statement_column_name(ps, i);
     char *q = sql_quote_ident(name ? name : "?column?");
+    const char *as = q ? q : "\"x\"";
+    const char *sep = i ? ", " : "";
     duckdb_type t = duckdb_prepared_statement_column_type(ps, i);
-    if (text_native(t))
-      sql_strbuf_addf(&b, "%s#%zu AS %s", i ? ", " : "", i + 1, q ? q : "\"x\"");
+    if (vector_native(t))
+      sql_strbuf_addf(&b, "%s#%zu AS %s", sep, i + 1, as);
     else if (t == DUCKDB_TYPE_LIST || t == DUCKDB_TYPE_ARRAY)
       sql_strbuf_addf(&b, "%s'{' || array_to_string(CAST(#%zu AS VARCHAR[]), ',') || '}' AS %s",
-                      i ? ", " : "", i + 1, q ? q : "\"x\"");
+                      sep, i + 1, as);
+    else if (t == DUCKDB_TYPE_FLOAT || t == DUCKDB_TYPE_DOUBLE)
+      /* PostgreSQL spells the special values NaN, Infinity, -Infinity */
+      sql_strbuf_addf(&b,
+                      "%sCASE WHEN isnan(#%zu) THEN 'NaN' WHEN isinf(#%zu) AND #%zu > 0 THEN "
+                      "'Infinity' WHEN isinf(#%zu) THEN '-Infinity' ELSE CAST(#%zu AS VARCHAR) "
+                      "END AS %s",
+                      sep, i + 1, i + 1, i + 1, i + 1, i + 1, as);
     else
-      sql_strbuf_addf(&b, "%sCAST(#%zu AS VARCHAR) AS %s", i ? ", " : "", i + 1, q ? q : "\"x\"");
+      sql_strbuf_addf(&b, "%sCAST(#%zu AS VARCHAR) AS %s", sep, i + 1, as);
     free(q);
     duckdb_free((void *)name);
   }
   sql_strbuf_addf(&b, " FROM (%s) AS __moraine_text", sql);
   return sql_strbuf_take(&b);
+}
+
+mr_status sql_execute_streaming(duckdb_prepared_statement ps, duckdb_result *r, sql_error *err) {
+  memset(r, 0, sizeof *r);
+  duckdb_pending_result pending = NULL;
+  mr_status rc = MR_OK;
+  if (duckdb_pending_prepared_streaming(ps, &pending) != DuckDBSuccess)
+    rc = sql_fail_duckdb(err, duckdb_pending_error(pending));
+  else if (duckdb_execute_pending(pending, r) != DuckDBSuccess) {
+    rc = sql_fail_duckdb(err, duckdb_result_error(r));
+    duckdb_destroy_result(r);
+  }
+  duckdb_destroy_pending(&pending);
+  return rc;
 }
 
 mr_status sql_send_result(sql_session *s, duckdb_result *r, duckdb_prepared_statement types_from,
@@ -291,10 +335,13 @@ mr_status sql_send_result(sql_session *s, duckdb_result *r, duckdb_prepared_stat
     rc = sql_describe_columns(types_from, nformats, formats, sink, err);
   else if (want_describe)
     rc = describe(ncols, names, types, nformats, formats, sink, err);
-  /* the value API cannot read every type: those results go through chunks */
+  /* the value API cannot read every type, nor a streaming result: those go
+   * through chunks */
   for (size_t i = 0; i < ncols; i++)
     if (!text_native(types[i].duck))
       any_binary = true;
+  if (duckdb_result_is_streaming(*r))
+    any_binary = true;
   if (rc == MR_OK)
     rc = any_binary ? send_binary(r, ncols, types, nformats, formats, sink, nrows, err)
                     : send_text(r, ncols, types, sink, nrows, err);

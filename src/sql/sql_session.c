@@ -606,14 +606,13 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
     ps_text = NULL;
   }
   free(wrapped);
-  if (duckdb_execute_prepared(ps_text ? ps_text : ps, &r) != DuckDBSuccess) {
-    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
-  } else {
+  rc = sql_execute_streaming(ps_text ? ps_text : ps, &r, err);
+  if (rc == MR_OK) {
     uint64_t n = 0;
     rc = sql_send_result(s, &r, ps, true, 0, NULL, sink, &n, err);
     snprintf(tag, sizeof tag, "SELECT %" PRIu64, n);
+    duckdb_destroy_result(&r);
   }
-  duckdb_destroy_result(&r);
   duckdb_destroy_prepare(&ps);
   if (ps_text)
     duckdb_destroy_prepare(&ps_text);
@@ -1091,7 +1090,12 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
       return rc;
   }
   duckdb_result r;
-  if (duckdb_execute_prepared(run, &r) != DuckDBSuccess) {
+  if (p->kind == SQL_KIND_OTHER) {
+    /* a SELECT streams (captured DML needs its whole RETURNING result) */
+    rc = sql_execute_streaming(run, &r, err);
+    if (rc)
+      return rc;
+  } else if (duckdb_execute_prepared(run, &r) != DuckDBSuccess) {
     rc = sql_fail_duckdb(err, duckdb_result_error(&r));
     duckdb_destroy_result(&r);
     return rc;
