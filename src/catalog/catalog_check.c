@@ -21,6 +21,7 @@
  * refused with 22P02 naming table, column and type.
  */
 #include "catalog/catalog_internal.h"
+#include "sql/sql_state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,7 +158,7 @@ static bool add_part(sbuf *sql, const part *p, mr_error *err) {
 }
 
 static mr_status refuse(sql_error *err, const part *p, const char *why) {
-  return sql_fail(err, MR_ERR_INVALID, "22P02",
+  return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_TEXT_REPRESENTATION,
                   "moraine: %s.%s (%s): a value would not load back into its column, so the "
                   "commit is refused: %s",
                   p->b->table, p->b->col_names[p->col], p->b->col_types[p->col], why);
@@ -180,7 +181,7 @@ static mr_status gather(const sql_changes *ch, part **out, size_t *n, sql_error 
       if (mr_grow((void **)out, &cap, (*n + 1) * sizeof **out, 8 * sizeof **out) != MR_OK) {
         free(*out);
         *out = NULL;
-        return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+        return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
       }
       (*out)[(*n)++] = (part){b, c};
     }
@@ -210,7 +211,7 @@ mr_status cat_check_loadable(catalog *c, const sql_changes *ch, sql_error *err) 
     }
   }
   if (!rc && sql.failed)
-    rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   sql_error se;
   memset(&se, 0, sizeof se);
   if (!rc && sql.len && sql_engine_exec(c->e, sql.data, &se) != MR_OK) {
@@ -225,7 +226,7 @@ mr_status cat_check_loadable(catalog *c, const sql_changes *ch, sql_error *err) 
       free(one.data);
     }
     if (!rc)
-      rc = sql_fail(err, MR_ERR_INVALID, "22P02",
+      rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_TEXT_REPRESENTATION,
                     "moraine: inlined rows would not load back, so the commit is refused: %s",
                     se.base.msg);
   }

@@ -12,6 +12,7 @@
  * commit_seq: nothing else committed since the transaction began).
  */
 #include "catalog/catalog_internal.h"
+#include "sql/sql_state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -352,7 +353,9 @@ static mr_status do_child(txn *t, const catalog_table *tb, const sql_change_batc
   ProtobufCMessage **arr;
   size_t n = cat_msg_nrep(parent, tb->field, &arr);
   /* the entry this row replaces or removes */
-  const char *skip = tb->role == CAT_OPTION ? "value" : b->op == SQL_CHANGE_UPDATE ? "end_snapshot" : NULL;
+  const char *skip = tb->role == CAT_OPTION       ? "value"
+                     : b->op == SQL_CHANGE_UPDATE ? "end_snapshot"
+                                                  : NULL;
   bool replace = b->op != SQL_CHANGE_INSERT || tb->role == CAT_OPTION;
   if (replace) {
     for (size_t i = 0; i < n; i++) {
@@ -391,7 +394,8 @@ static mr_status do_record(txn *t, const catalog_table *tb, const sql_change_bat
   return add(t, &k, OP_PUT, r);
 }
 
-static mr_status do_snapshot(txn *t, const catalog_table *tb, const sql_change_batch *b, size_t row) {
+static mr_status do_snapshot(txn *t, const catalog_table *tb, const sql_change_batch *b,
+                             size_t row) {
   if (b->op == SQL_CHANGE_DELETE) { /* ducklake_expire_snapshots */
     int64_t sid;
     if (!cell_i64(b, row, "snapshot_id", &sid))
@@ -412,14 +416,15 @@ static mr_status do_snapshot(txn *t, const catalog_table *tb, const sql_change_b
 /* ducklake_inlined_data_{T}_{V} rows. */
 static mr_status do_inline_row(txn *t, const sql_change_batch *b, size_t row, int64_t tid,
                                int64_t ver) {
-  Moraine__V1__InlineDataRow *m = (Moraine__V1__InlineDataRow *)cat_msg_new(
-      &moraine__v1__inline_data_row__descriptor);
+  Moraine__V1__InlineDataRow *m =
+      (Moraine__V1__InlineDataRow *)cat_msg_new(&moraine__v1__inline_data_row__descriptor);
   if (m == NULL)
     return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
   m->table_id = tid;
   m->schema_version = ver;
   int64_t end;
-  bool ok = cell_i64(b, row, "row_id", &m->row_id) && cell_i64(b, row, "begin_snapshot", &m->begin_snapshot);
+  bool ok = cell_i64(b, row, "row_id", &m->row_id) &&
+            cell_i64(b, row, "begin_snapshot", &m->begin_snapshot);
   if (cell_i64(b, row, "end_snapshot", &end)) {
     m->has_end_snapshot = 1;
     m->end_snapshot = end;
@@ -429,9 +434,11 @@ static mr_status do_inline_row(txn *t, const sql_change_batch *b, size_t row, in
     rc = mr_fail(t->err, MR_ERR_INVALID, "catalog: inlined row without row_id/begin_snapshot");
   for (size_t i = 0; !rc && i < b->ncols; i++) {
     const char *cn = b->col_names[i];
-    if (strcmp(cn, "row_id") == 0 || strcmp(cn, "begin_snapshot") == 0 || strcmp(cn, "end_snapshot") == 0)
+    if (strcmp(cn, "row_id") == 0 || strcmp(cn, "begin_snapshot") == 0 ||
+        strcmp(cn, "end_snapshot") == 0)
       continue;
-    Moraine__V1__InlineCell *c = (Moraine__V1__InlineCell *)cat_msg_new(&moraine__v1__inline_cell__descriptor);
+    Moraine__V1__InlineCell *c =
+        (Moraine__V1__InlineCell *)cat_msg_new(&moraine__v1__inline_cell__descriptor);
     if (c == NULL) {
       rc = mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
       break;
@@ -472,8 +479,8 @@ static mr_status do_inline_row(txn *t, const sql_change_batch *b, size_t row, in
 }
 
 static mr_status do_inline_delete(txn *t, const sql_change_batch *b, size_t row, int64_t tid) {
-  Moraine__V1__InlineDeleteRow *m = (Moraine__V1__InlineDeleteRow *)cat_msg_new(
-      &moraine__v1__inline_delete_row__descriptor);
+  Moraine__V1__InlineDeleteRow *m =
+      (Moraine__V1__InlineDeleteRow *)cat_msg_new(&moraine__v1__inline_delete_row__descriptor);
   if (m == NULL)
     return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
   m->table_id = tid;
@@ -727,14 +734,14 @@ static void txn_free(txn *t) {
 static const char *store_sqlstate(mr_status code) {
   switch (code) {
   case MR_ERR_NOSPACE:
-    return "53100"; /* disk_full */
+    return SQLSTATE_DISK_FULL;
   case MR_ERR_TIMEOUT:
   case MR_ERR_CLOSED:
-    return "57P03"; /* cannot_connect_now: the store does not answer */
+    return SQLSTATE_CANNOT_CONNECT_NOW; /* the store does not answer */
   case MR_ERR_FENCED:
-    return "57P01"; /* admin_shutdown: another writer owns the store */
+    return SQLSTATE_ADMIN_SHUTDOWN; /* another writer owns the store */
   default:
-    return "58030"; /* io_error */
+    return SQLSTATE_IO_ERROR;
   }
 }
 
@@ -743,14 +750,14 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
   mr_error e;
   mr_error_clear(&e);
   if (c->failed)
-    return sql_fail(err, MR_ERR_IO, "57P03", "%s", c->failed_msg);
+    return sql_fail(err, MR_ERR_IO, SQLSTATE_CANNOT_CONNECT_NOW, "%s", c->failed_msg);
   mr_status frc = store_failed(c->st, &e);
   if (frc)
     return sql_fail(err, frc, store_sqlstate(frc),
                     "moraine: the catalog store failed; this server accepts no more writes: %s",
                     e.msg);
   if (changes->begin_seq != changes->commit_seq)
-    return sql_fail(err, MR_ERR_CONFLICT, "40001",
+    return sql_fail(err, MR_ERR_CONFLICT, SQLSTATE_SERIALIZATION_FAILURE,
                     "could not serialize access: write-write conflict (another transaction "
                     "committed since this one began)");
   /* nothing is written that the start-up load could not read back */
@@ -764,7 +771,9 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
         fprintf(stderr, "catalog: DDL %s\n", b->sql);
       else
         fprintf(stderr, "catalog: %s %s x%zu\n",
-                b->op == SQL_CHANGE_INSERT ? "INSERT" : b->op == SQL_CHANGE_UPDATE ? "UPDATE" : "DELETE",
+                b->op == SQL_CHANGE_INSERT   ? "INSERT"
+                : b->op == SQL_CHANGE_UPDATE ? "UPDATE"
+                                             : "DELETE",
                 b->table, b->nrows);
     }
   }
@@ -784,7 +793,8 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
     rc = write_commit(&t, head);
   txn_free(&t);
   if (rc == MR_ERR_CONFLICT)
-    return sql_fail(err, rc, "40001", "could not serialize access: %s", e.msg);
+    return sql_fail(err, rc, SQLSTATE_SERIALIZATION_FAILURE, "could not serialize access: %s",
+                    e.msg);
   mr_error fe;
   if (rc && store_failed(c->st, &fe)) {
     /* the write's fate is in doubt (a timed-out write may still land), so
@@ -798,7 +808,7 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
     return sql_fail(err, rc, store_sqlstate(rc), "%s", c->failed_msg);
   }
   if (rc)
-    return sql_fail(err, rc, "XX000", "moraine: catalog commit failed: %s", e.msg);
+    return sql_fail(err, rc, SQLSTATE_INTERNAL_ERROR, "moraine: catalog commit failed: %s", e.msg);
   return MR_OK;
 }
 
@@ -829,7 +839,9 @@ mr_status catalog_open(store *st, sql_engine *e, catalog **out, mr_error *err) {
   return MR_OK;
 }
 
-void catalog_free(catalog *c) { free(c); }
+void catalog_free(catalog *c) {
+  free(c);
+}
 
 void catalog_install_hooks(catalog *c) {
   sql_commit_hooks h = {c, catalog_prepare, catalog_finished, catalog_known_table};

@@ -290,7 +290,8 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
     rowbuf *b = &l.bufs[i];
     sql_error se;
     memset(&se, 0, sizeof se);
-    if (b->nrows && sql_engine_load_rows(c->e, "public", b->table, b->ncols, b->nrows, b->vals, &se))
+    if (b->nrows &&
+        sql_engine_load_rows(c->e, "public", b->table, b->ncols, b->nrows, b->vals, &se))
       rc = mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog load: %s: %s", b->table,
                    se.base.msg);
   }

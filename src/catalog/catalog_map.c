@@ -46,7 +46,7 @@
     "VARCHAR, \"value\" VARCHAR)")                                                                 \
   X("ducklake_data_file", CAT_ENTITY, MR_KK_FILE, NULL,                                            \
     "(data_file_id BIGINT PRIMARY KEY, table_id BIGINT, begin_snapshot BIGINT, end_snapshot "      \
-    "BIGINT, file_order BIGINT, path VARCHAR, path_is_relative BOOLEAN, file_format VARCHAR, "      \
+    "BIGINT, file_order BIGINT, path VARCHAR, path_is_relative BOOLEAN, file_format VARCHAR, "     \
     "record_count BIGINT, file_size_bytes BIGINT, footer_size BIGINT, row_id_start BIGINT, "       \
     "partition_id BIGINT, encryption_key VARCHAR, mapping_id BIGINT, partial_max BIGINT)")         \
   X("ducklake_file_column_stats", CAT_RECORD, MR_KK_FSTAT, NULL,                                   \
@@ -59,7 +59,7 @@
     "min_value VARCHAR, max_value VARCHAR, contains_nan BOOLEAN, extra_stats VARCHAR)")            \
   X("ducklake_delete_file", CAT_ENTITY, MR_KK_DELFILE, NULL,                                       \
     "(delete_file_id BIGINT PRIMARY KEY, table_id BIGINT, begin_snapshot BIGINT, end_snapshot "    \
-    "BIGINT, data_file_id BIGINT, path VARCHAR, path_is_relative BOOLEAN, format VARCHAR, "         \
+    "BIGINT, data_file_id BIGINT, path VARCHAR, path_is_relative BOOLEAN, format VARCHAR, "        \
     "delete_count BIGINT, file_size_bytes BIGINT, footer_size BIGINT, encryption_key VARCHAR, "    \
     "partial_max BIGINT)")                                                                         \
   X("ducklake_column", CAT_ENTITY, MR_KK_COLUMN, NULL,                                             \
@@ -70,7 +70,7 @@
   X("ducklake_table_stats", CAT_RECORD, MR_KK_TSTAT, NULL,                                         \
     "(table_id BIGINT, record_count BIGINT, next_row_id BIGINT, file_size_bytes BIGINT)")          \
   X("ducklake_table_column_stats", CAT_RECORD, MR_KK_TCSTAT, NULL,                                 \
-    "(table_id BIGINT, column_id BIGINT, contains_null BOOLEAN, contains_nan BOOLEAN, min_value "   \
+    "(table_id BIGINT, column_id BIGINT, contains_null BOOLEAN, contains_nan BOOLEAN, min_value "  \
     "VARCHAR, max_value VARCHAR, extra_stats VARCHAR)")                                            \
   X("ducklake_partition_info", CAT_ENTITY, MR_KK_PARTITION, NULL,                                  \
     "(partition_id BIGINT, table_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT)")          \
@@ -87,7 +87,7 @@
   X("ducklake_column_mapping", CAT_RECORD, MR_KK_MAPPING, NULL,                                    \
     "(mapping_id BIGINT, table_id BIGINT, \"type\" VARCHAR)")                                      \
   X("ducklake_name_mapping", CAT_CHILD, MR_KK_MAPPING, "name_mapping",                             \
-    "(mapping_id BIGINT, column_id BIGINT, source_name VARCHAR, target_field_id BIGINT, "           \
+    "(mapping_id BIGINT, column_id BIGINT, source_name VARCHAR, target_field_id BIGINT, "          \
     "parent_column BIGINT, is_partition BOOLEAN)")                                                 \
   X("ducklake_schema_versions", CAT_SCHEMA_VERSION, MR_KK_SCHEMA_VERSION, NULL,                    \
     "(begin_snapshot BIGINT, schema_version BIGINT, table_id BIGINT)")                             \
@@ -142,7 +142,9 @@ static void resolve_tables(void) {
   }
 }
 
-size_t catalog_table_count(void) { return NTABLES; }
+size_t catalog_table_count(void) {
+  return NTABLES;
+}
 
 const catalog_table *catalog_table_at(size_t i) {
   pthread_once(&tables_once, resolve_tables);
@@ -293,7 +295,7 @@ bool cat_parse_create(const char *sql, char **table, cat_ddl_col **cols, size_t 
     int depth = 0;
     bool inq = false;
     while (*p && (inq || depth > 0 || (*p != ',' && *p != ')'))) {
-      if (*p == '\'' )
+      if (*p == '\'')
         inq = !inq;
       else if (!inq && *p == '(')
         depth++;
@@ -406,7 +408,9 @@ ProtobufCMessage *cat_msg_copy(const ProtobufCMessage *m) {
   return c;
 }
 
-static void *at(const ProtobufCMessage *m, unsigned off) { return (char *)m + off; }
+static void *at(const ProtobufCMessage *m, unsigned off) {
+  return (char *)m + off;
+}
 
 static protobuf_c_boolean *has_of(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f) {
   if (f->label != PROTOBUF_C_LABEL_OPTIONAL || f->type == PROTOBUF_C_TYPE_STRING ||
@@ -470,8 +474,8 @@ mr_status cat_msg_append(ProtobufCMessage *m, const char *fname, ProtobufCMessag
       protobuf_c_message_descriptor_get_field_by_name(m->descriptor, fname);
   if (f == NULL || f->label != PROTOBUF_C_LABEL_REPEATED || f->type != PROTOBUF_C_TYPE_MESSAGE) {
     protobuf_c_message_free_unpacked(child, NULL);
-    return mr_fail(err, MR_ERR_INVALID, "catalog: %s has no repeated field %s",
-                   m->descriptor->name, fname);
+    return mr_fail(err, MR_ERR_INVALID, "catalog: %s has no repeated field %s", m->descriptor->name,
+                   fname);
   }
   ProtobufCMessage ***arr = at(m, f->offset);
   size_t *n = at(m, f->quantifier_offset);
@@ -563,7 +567,9 @@ static bool is_timestamptz(const char *t) {
   return t && (strcasecmp(t, "TIMESTAMP WITH TIME ZONE") == 0 || strcasecmp(t, "TIMESTAMPTZ") == 0);
 }
 
-static bool is_uuid(const char *t) { return t && strcasecmp(t, "UUID") == 0; }
+static bool is_uuid(const char *t) {
+  return t && strcasecmp(t, "UUID") == 0;
+}
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
@@ -631,7 +637,8 @@ static bool parse_timestamptz(const char *s, int64_t *out) {
   }
   if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31)
     return false;
-  int64_t secs = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec - off;
+  int64_t secs =
+      days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec - off;
   *out = secs * 1000000 + frac;
   return true;
 }

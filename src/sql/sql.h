@@ -97,14 +97,14 @@ typedef enum sql_change_op {
 
 typedef struct sql_change_batch {
   sql_change_op op;
-  const char *sql;           /* DDL only: the statement as DuckDB ran it */
-  const char *schema;        /* row batches: target table */
+  const char *sql;    /* DDL only: the statement as DuckDB ran it */
+  const char *schema; /* row batches: target table */
   const char *table;
-  size_t ncols;              /* columns of the table, in table order */
+  size_t ncols; /* columns of the table, in table order */
   const char *const *col_names;
   const char *const *col_types; /* DuckDB type names ("BIGINT", "VARCHAR", "pg_bytea", ...) */
   size_t nrows;
-  const sql_value *values;   /* nrows * ncols, row-major */
+  const sql_value *values; /* nrows * ncols, row-major */
 } sql_change_batch;
 
 typedef struct sql_changes {
@@ -133,13 +133,13 @@ typedef struct sql_commit_hooks {
 /* ---- engine ----------------------------------------------------------- */
 
 typedef struct sql_engine_options {
-  const char *database_path; /* NULL: in-memory DuckDB (the catalog lives in RAM) */
+  const char *database_path;  /* NULL: in-memory DuckDB (the catalog lives in RAM) */
   const char *server_version; /* reported version(), e.g. "15.0 (moraine 0.1.0)" */
 } sql_engine_options;
 
 /* Opens DuckDB, creates schema `public` and moraine's pg_catalog relations. */
-mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_error *err)
-    MR_MUST_CHECK;
+mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out,
+                          sql_error *err) MR_MUST_CHECK;
 void sql_engine_close(sql_engine *e);
 
 /* Registers (or clears, with NULL) the commit hooks; call before serving. */
@@ -227,9 +227,9 @@ size_t sql_prepared_nparams(const sql_prepared *p);
 
 /* Describe: parameter_description (when with_params) then row_description
  * or no_data. result_formats as in Bind (n = 0: all text; 1: applies to all). */
-mr_status sql_prepared_describe(sql_session *s, sql_prepared *p, bool with_params,
-                                size_t nformats, const int16_t *result_formats,
-                                const sql_sink *sink, sql_error *err) MR_MUST_CHECK;
+mr_status sql_prepared_describe(sql_session *s, sql_prepared *p, bool with_params, size_t nformats,
+                                const int16_t *result_formats, const sql_sink *sink,
+                                sql_error *err) MR_MUST_CHECK;
 
 /* Execute with bound parameters (vals[i] NULL = SQL NULL; formats as in Bind).
  * Sends data rows (no RowDescription: Describe does that) and the command

@@ -171,9 +171,10 @@
  * may have (DuckLake's PostgreSQL spelling of each DuckDB type). */
 #define SQL_ADMIT_COLUMN_TYPES(X)                                                                  \
   X("bool")                                                                                        \
-  X("int2") X("int4") X("int8") X("float4") X("float8") X("numeric") X("varchar") X("text")        \
-      X("bytea") X("date") X("time") X("timetz") X("timestamp") X("timestamptz") X("interval")     \
-          X("uuid") X("json") X("jsonb") X("bpchar") X("bit") X("varbit")
+  X("int2")                                                                                        \
+  X("int4") X("int8") X("float4") X("float8") X("numeric") X("varchar") X("text") X("bytea")       \
+      X("date") X("time") X("timetz") X("timestamp") X("timestamptz") X("interval") X("uuid")      \
+          X("json") X("jsonb") X("bpchar") X("bit") X("varbit")
 
 /* The prefix of every relation DuckLake keeps in its metadata schema. */
 #define SQL_ADMIT_CATALOG_PREFIX "ducklake_"

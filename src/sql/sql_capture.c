@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sql/sql_internal.h"
+#include "sql/sql_state.h"
 
 static void free_batch(sql_change_batch *b) {
   free((char *)b->sql);
@@ -50,11 +51,11 @@ static sql_change_batch *new_batch(sql_capture *c) {
 mr_status sql_capture_ddl(sql_capture *c, const char *sql, sql_error *err) {
   sql_change_batch *b = new_batch(c);
   if (b == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   b->op = SQL_CHANGE_DDL;
   b->sql = sql_strdup(sql);
   if (b->sql == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   return MR_OK;
 }
 
@@ -85,7 +86,7 @@ static mr_status column_types(duckdb_connection con, const char *dbname, const c
       if (v)
         duckdb_free(v);
       if (types[i] == NULL)
-        rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+        rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
     }
   }
   duckdb_destroy_result(&r);
@@ -128,9 +129,9 @@ char *sql_capture_returning(duckdb_connection con, const char *schema, const cha
     }
     out = sql_strbuf_take(&b);
     if (out == NULL)
-      sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   } else {
-    sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
   if (ps)
     duckdb_destroy_prepare(&ps);
@@ -146,7 +147,7 @@ static mr_status add_chunk(sql_change_batch *b, duckdb_data_chunk chunk, sql_err
   idx_t n = duckdb_data_chunk_get_size(chunk);
   sql_value *vals = realloc((void *)b->values, (b->nrows + n) * ncols * sizeof *vals);
   if (vals == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   memset(vals + b->nrows * ncols, 0, n * ncols * sizeof *vals);
   b->values = vals;
   mr_status rc = MR_OK;
@@ -164,7 +165,7 @@ static mr_status add_chunk(sql_change_batch *b, duckdb_data_chunk chunk, sql_err
       char *copy = sql_strndup(duckdb_string_t_data(&data[row]), len);
       if (copy == NULL) {
         out->is_null = true;
-        rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+        rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
         continue;
       }
       out->data = copy;
@@ -189,7 +190,7 @@ mr_status sql_capture_result(sql_capture *c, duckdb_connection con, const char *
       if (b == NULL || !same_table(b, op, schema, table, r)) {
         b = new_batch(c);
         if (b == NULL)
-          rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+          rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
         char **names = NULL, **types = NULL;
         if (rc == MR_OK) {
           b->op = (sql_change_op)op;
@@ -200,14 +201,14 @@ mr_status sql_capture_result(sql_capture *c, duckdb_connection con, const char *
           b->col_names = (const char *const *)names;
           b->col_types = (const char *const *)types;
           if (!b->schema || !b->table || !names || !types)
-            rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+            rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
           else
             b->ncols = ncols;
         }
         for (size_t i = 0; rc == MR_OK && i < ncols; i++) {
           names[i] = sql_strdup(duckdb_column_name(r, i));
           if (names[i] == NULL)
-            rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+            rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
         }
         if (rc == MR_OK)
           rc = column_types(con, dbname, schema, table, ncols, types, err);

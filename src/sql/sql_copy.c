@@ -19,18 +19,20 @@
 #include <string.h>
 
 #include "sql/sql_internal.h"
+#include "sql/sql_state.h"
 
 #define COPY_CHUNK (64 * 1024)
 
-static const uint8_t pgcopy_signature[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xFF, '\r', '\n', 0};
+static const uint8_t pgcopy_signature[11] = {'P',  'G',  'C',  'O',  'P', 'Y',
+                                             '\n', 0xFF, '\r', '\n', 0};
 
 static mr_status flush_out(const sql_sink *sink, sql_strbuf *b, sql_error *err) {
   if (b->failed)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   if (b->len == 0)
     return MR_OK;
   if (SQL_SINK_CALL(sink, copy_data, (const uint8_t *)b->data, b->len))
-    return sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
+    return sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
   sql_strbuf_reset(b);
   return MR_OK;
 }
@@ -44,7 +46,7 @@ static mr_status result_coltypes(duckdb_result *r, pg_coltype **out, sql_error *
   pg_coltype *types = calloc(ncols ? ncols : 1, sizeof *types);
   *out = types;
   if (types == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   for (size_t i = 0; i < ncols; i++) {
     duckdb_logical_type lt = duckdb_column_logical_type(r, i);
     pg_coltype_of(lt, duckdb_column_name(r, i), &types[i]);
@@ -88,7 +90,7 @@ static mr_status prepare_binary(sql_session *s, const char *sql, duckdb_prepared
   char *wrapped = sql_strbuf_take(&b);
   duckdb_destroy_prepare(ps);
   if (wrapped == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   mr_status rc = MR_OK;
   if (duckdb_prepare(s->con, wrapped, ps) != DuckDBSuccess) {
     rc = sql_fail_duckdb(err, duckdb_prepare_error(*ps));
@@ -114,7 +116,7 @@ static mr_status copy_out_binary(sql_session *s, const char *sql, const sql_sink
   pg_coltype *types = NULL;
   rc = result_coltypes(&r, &types, err);
   if (rc == MR_OK && SQL_SINK_CALL(sink, copy_out_begin, true, ncols))
-    rc = sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
+    rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
   sql_strbuf b = {0};
   sql_strbuf_addn(&b, pgcopy_signature, sizeof pgcopy_signature);
   sql_strbuf_add_be32(&b, 0); /* flags */
@@ -124,7 +126,7 @@ static mr_status copy_out_binary(sql_session *s, const char *sql, const sql_sink
     idx_t n = duckdb_data_chunk_get_size(chunk);
     duckdb_vector *vecs = calloc(ncols ? ncols : 1, sizeof *vecs);
     if (vecs == NULL)
-      rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
     for (size_t c = 0; vecs && c < ncols; c++)
       vecs[c] = duckdb_data_chunk_get_vector(chunk, c);
     for (idx_t row = 0; rc == MR_OK && row < n; row++) {
@@ -143,7 +145,7 @@ static mr_status copy_out_binary(sql_session *s, const char *sql, const sql_sink
     rc = flush_out(sink, &b, err);
   }
   if (rc == MR_OK && SQL_SINK_CALL0(sink, copy_done))
-    rc = sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
+    rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
   sql_strbuf_free(&b);
   free(types);
   duckdb_destroy_result(&r);
@@ -182,7 +184,7 @@ static mr_status copy_out_text(sql_session *s, const sql_copy_stmt *c, const cha
   pg_coltype *types = NULL;
   mr_status rc = result_coltypes(&r, &types, err);
   if (rc == MR_OK && SQL_SINK_CALL(sink, copy_out_begin, false, ncols))
-    rc = sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
+    rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
   sql_strbuf b = {0}, cell = {0};
   idx_t n = duckdb_row_count(&r);
   for (idx_t row = 0; rc == MR_OK && row < n; row++) {
@@ -205,7 +207,7 @@ static mr_status copy_out_text(sql_session *s, const sql_copy_stmt *c, const cha
   if (rc == MR_OK)
     rc = flush_out(sink, &b, err);
   if (rc == MR_OK && SQL_SINK_CALL0(sink, copy_done))
-    rc = sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
+    rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
   sql_strbuf_free(&b);
   sql_strbuf_free(&cell);
   free(types);
@@ -217,7 +219,8 @@ mr_status sql_copy_out(sql_session *s, const sql_copy_stmt *c, const sql_sink *s
                        uint64_t *nrows, sql_error *err) {
   *nrows = 0;
   if (c->format == SQL_COPY_CSV)
-    return sql_fail(err, MR_ERR_INVALID, "0A000", "COPY with FORMAT csv is not supported");
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
+                    "COPY with FORMAT csv is not supported");
   char *sql;
   mr_status rc = sql_rewrite(c->query, &sql, err);
   if (rc)
@@ -244,11 +247,13 @@ typedef struct copy_in {
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
-static uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p + 4); }
+static uint64_t be64(const uint8_t *p) {
+  return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
 
 static mr_status bad_binary(sql_error *err, size_t col) {
-  return sql_fail(err, MR_ERR_INVALID, "22P03", "incorrect binary data format in column %zu",
-                  col + 1);
+  return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_BINARY_REPRESENTATION,
+                  "incorrect binary data format in column %zu", col + 1);
 }
 
 static mr_status append_binary(copy_in *ci, size_t col, const uint8_t *p, size_t n,
@@ -376,7 +381,8 @@ static mr_status parse_binary(copy_in *ci, sql_error *err) {
     if (n < 19)
       return MR_OK;
     if (memcmp(p, pgcopy_signature, sizeof pgcopy_signature) != 0)
-      return sql_fail(err, MR_ERR_INVALID, "22P04", "COPY file signature not recognized");
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_BAD_COPY_FILE_FORMAT,
+                      "COPY file signature not recognized");
     uint32_t ext = be32(p + 15);
     if (n < 19 + (size_t)ext)
       return MR_OK;
@@ -391,8 +397,8 @@ static mr_status parse_binary(copy_in *ci, sql_error *err) {
       break;
     }
     if ((size_t)nf != ci->ncols)
-      return sql_fail(err, MR_ERR_INVALID, "22P04", "row field count is %d, expected %zu", nf,
-                      ci->ncols);
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_BAD_COPY_FILE_FORMAT,
+                      "row field count is %d, expected %zu", nf, ci->ncols);
     /* is the whole tuple here? */
     size_t q = at + 2;
     bool whole = true;
@@ -446,12 +452,24 @@ static void unescape_text(copy_in *ci, const char *p, size_t n) {
     char e = p[++i];
     char out = e;
     switch (e) {
-    case 'n': out = '\n'; break;
-    case 't': out = '\t'; break;
-    case 'r': out = '\r'; break;
-    case 'b': out = '\b'; break;
-    case 'f': out = '\f'; break;
-    case 'v': out = '\v'; break;
+    case 'n':
+      out = '\n';
+      break;
+    case 't':
+      out = '\t';
+      break;
+    case 'r':
+      out = '\r';
+      break;
+    case 'b':
+      out = '\b';
+      break;
+    case 'f':
+      out = '\f';
+      break;
+    case 'v':
+      out = '\v';
+      break;
     default:
       if (e >= '0' && e <= '7') {
         int v = e - '0';
@@ -490,7 +508,8 @@ static mr_status parse_text(copy_in *ci, const sql_copy_stmt *c, sql_error *err)
       if (i < at + len && p[i] != c->delim)
         continue;
       if (col >= ci->ncols) {
-        rc = sql_fail(err, MR_ERR_INVALID, "22P04", "extra data after last expected column");
+        rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_BAD_COPY_FILE_FORMAT,
+                      "extra data after last expected column");
         break;
       }
       size_t flen = i - f;
@@ -511,13 +530,15 @@ static mr_status parse_text(copy_in *ci, const sql_copy_stmt *c, sql_error *err)
       if (st != DuckDBSuccess) {
         const char *msg = duckdb_appender_error(ci->app);
         rc = msg ? sql_fail_duckdb(err, msg)
-                 : sql_fail(err, MR_ERR_INVALID, "22P02", "invalid input in column %zu", col + 1);
+                 : sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_TEXT_REPRESENTATION,
+                            "invalid input in column %zu", col + 1);
       }
       col++;
       f = i + 1;
     }
     if (rc == MR_OK && col != ci->ncols)
-      rc = sql_fail(err, MR_ERR_INVALID, "22P04", "missing data for column %zu", col + 1);
+      rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_BAD_COPY_FILE_FORMAT,
+                    "missing data for column %zu", col + 1);
     if (rc == MR_OK && duckdb_appender_end_row(ci->app) != DuckDBSuccess)
       rc = sql_fail_duckdb(err, duckdb_appender_error(ci->app));
     ci->rows++;
@@ -577,15 +598,16 @@ char *sql_stage_select(duckdb_connection con, const char *select_sql, sql_error 
   duckdb_destroy_prepare(&ps);
   char *out = sql_strbuf_take(&b);
   if (out == NULL)
-    sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   return out;
 }
 
-mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *sink,
-                      uint64_t *nrows, sql_error *err) {
+mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *sink, uint64_t *nrows,
+                      sql_error *err) {
   *nrows = 0;
   if (c->format == SQL_COPY_CSV)
-    return sql_fail(err, MR_ERR_INVALID, "0A000", "COPY with FORMAT csv is not supported");
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
+                    "COPY with FORMAT csv is not supported");
   const char *schema = c->schema;
   /* unqualified names resolve through the search path (temp tables first) */
   char *qs = sql_quote_ident(schema ? schema : ""), *qt = sql_quote_ident(c->table);
@@ -618,25 +640,26 @@ mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *si
     rc = err && err->base.code ? err->base.code : MR_ERR_NOMEM;
   free(probe);
   if (rc == MR_OK) {
-    sql_strbuf_addf(&q, "CREATE OR REPLACE TEMP TABLE __moraine_copy_stage AS SELECT %s FROM %s LIMIT 0",
-                    stage_cols, qname ? qname : "");
+    sql_strbuf_addf(
+        &q, "CREATE OR REPLACE TEMP TABLE __moraine_copy_stage AS SELECT %s FROM %s LIMIT 0",
+        stage_cols, qname ? qname : "");
     char *create = sql_strbuf_take(&q);
-    rc = (!qname || !qt || !collist || !create) ? sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory")
-                                             : run_sql(s, create, err);
+    rc = (!qname || !qt || !collist || !create)
+             ? sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory")
+             : run_sql(s, create, err);
     free(create);
   }
   free(stage_cols);
   copy_in ci = {0};
-  if (rc == MR_OK &&
-      duckdb_appender_create_ext(s->con, "temp", "main", "__moraine_copy_stage", &ci.app) !=
-          DuckDBSuccess) {
+  if (rc == MR_OK && duckdb_appender_create_ext(s->con, "temp", "main", "__moraine_copy_stage",
+                                                &ci.app) != DuckDBSuccess) {
     rc = sql_fail_duckdb(err, duckdb_appender_error(ci.app));
   }
   if (rc == MR_OK) {
     ci.ncols = duckdb_appender_column_count(ci.app);
     ci.types = calloc(ci.ncols ? ci.ncols : 1, sizeof *ci.types);
     if (ci.types == NULL)
-      rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; rc == MR_OK && i < ci.ncols; i++) {
       duckdb_logical_type lt = duckdb_appender_column_type(ci.app, i);
       pg_coltype_of(lt, NULL, &ci.types[i]);
@@ -655,14 +678,14 @@ mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *si
     return rc;
   }
   if (SQL_SINK_CALL(sink, copy_in_begin, c->format == SQL_COPY_BINARY, ci.ncols))
-    rc = sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
+    rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
   while (rc == MR_OK) {
     const uint8_t *d;
     size_t n;
     char msg[256] = "";
     int got = SQL_SINK_CALL(sink, copy_in_read, &d, &n, msg, sizeof msg);
     if (got < 0) {
-      rc = sql_fail(err, MR_ERR_INVALID, "57014", "COPY from stdin failed: %s",
+      rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_QUERY_CANCELED, "COPY from stdin failed: %s",
                     msg[0] ? msg : "connection lost");
       break;
     }
@@ -672,7 +695,7 @@ mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *si
       continue; /* data after the trailer is ignored, as PostgreSQL does */
     sql_strbuf_addn(&ci.pending, d, n);
     if (ci.pending.failed) {
-      rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
       drain(sink);
       break;
     }
@@ -681,13 +704,15 @@ mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *si
       drain(sink);
   }
   if (rc == MR_OK && c->format == SQL_COPY_BINARY && (ci.pending.len > 0 || !ci.header_done))
-    rc = sql_fail(err, MR_ERR_INVALID, "22P04", "unexpected end of binary COPY data");
+    rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_BAD_COPY_FILE_FORMAT,
+                  "unexpected end of binary COPY data");
   if (rc == MR_OK && c->format == SQL_COPY_TEXT && ci.pending.len > 0 && !ci.finished) {
     sql_strbuf_add(&ci.pending, "\n"); /* last line without newline */
     rc = parse_text(&ci, c, err);
   }
   if (duckdb_appender_destroy(&ci.app) != DuckDBSuccess && rc == MR_OK)
-    rc = sql_fail(err, MR_ERR_INVALID, "22P02", "COPY rows could not be stored");
+    rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_TEXT_REPRESENTATION,
+                  "COPY rows could not be stored");
   if (rc == MR_OK) {
     sql_strbuf ins = {0};
     if (c->ncols)
@@ -698,7 +723,7 @@ mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *si
     char *insert = sql_strbuf_take(&ins);
     sql_dml_target d = {(char *)schema, c->table, SQL_CHANGE_INSERT, false};
     rc = insert ? sql_run_dml(s, insert, &d, nrows, err)
-                : sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+                : sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
     free(insert);
   }
   sql_error ignore;

@@ -11,12 +11,14 @@
 
 #include "sql/sql_internal.h"
 #include "sql/sql_pgcatalog.h"
+#include "sql/sql_state.h"
 
 mr_status sql_fail(sql_error *err, mr_status code, const char *sqlstate, const char *fmt, ...) {
   if (err == NULL)
     return code;
   err->base.code = code;
-  snprintf(err->sqlstate, sizeof err->sqlstate, "%s", sqlstate ? sqlstate : "XX000");
+  snprintf(err->sqlstate, sizeof err->sqlstate, "%s",
+           sqlstate ? sqlstate : SQLSTATE_INTERNAL_ERROR);
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(err->base.msg, sizeof err->base.msg, fmt, ap);
@@ -27,27 +29,27 @@ mr_status sql_fail(sql_error *err, mr_status code, const char *sqlstate, const c
 }
 
 /* X(DuckDB message prefix, SQLSTATE): DuckDB error classes -> SQLSTATE. */
-#define DUCK_ERROR_TABLE(X)                                                                \
-  X("Parser Error", "42601")                                                               \
-  X("Syntax Error", "42601")                                                               \
-  X("Catalog Error", "42P01")                                                              \
-  X("Binder Error", "42703")                                                               \
-  X("Constraint Error", "23000")                                                           \
-  X("Conversion Error", "22P02")                                                           \
-  X("Out of Range Error", "22003")                                                         \
-  X("Invalid Input Error", "22023")                                                        \
-  X("Not implemented Error", "0A000")                                                      \
-  X("TransactionContext Error", "25000")                                                   \
-  X("Dependency Error", "2BP01")                                                           \
-  X("Permission Error", "42501")                                                           \
-  X("IO Error", "58030")                                                                   \
-  X("Out of Memory Error", "53200")                                                        \
-  X("INTERRUPT Error", "57014")                                                            \
-  X("Interrupt Error", "57014")                                                            \
-  X("Sequence Error", "2200H")                                                             \
-  X("Invalid Error", "XX000")                                                              \
-  X("Internal Error", "XX000")                                                             \
-  X("FATAL Error", "XX000")
+#define DUCK_ERROR_TABLE(X)                                                                        \
+  X("Parser Error", SQLSTATE_SYNTAX_ERROR)                                                         \
+  X("Syntax Error", SQLSTATE_SYNTAX_ERROR)                                                         \
+  X("Catalog Error", "42P01")                                                                      \
+  X("Binder Error", "42703")                                                                       \
+  X("Constraint Error", "23000")                                                                   \
+  X("Conversion Error", SQLSTATE_INVALID_TEXT_REPRESENTATION)                                      \
+  X("Out of Range Error", SQLSTATE_NUMERIC_OUT_OF_RANGE)                                           \
+  X("Invalid Input Error", SQLSTATE_INVALID_PARAMETER_VALUE)                                       \
+  X("Not implemented Error", SQLSTATE_FEATURE_NOT_SUPPORTED)                                       \
+  X("TransactionContext Error", "25000")                                                           \
+  X("Dependency Error", "2BP01")                                                                   \
+  X("Permission Error", SQLSTATE_INSUFFICIENT_PRIVILEGE)                                           \
+  X("IO Error", SQLSTATE_IO_ERROR)                                                                 \
+  X("Out of Memory Error", SQLSTATE_OUT_OF_MEMORY)                                                 \
+  X("INTERRUPT Error", SQLSTATE_QUERY_CANCELED)                                                    \
+  X("Interrupt Error", SQLSTATE_QUERY_CANCELED)                                                    \
+  X("Sequence Error", "2200H")                                                                     \
+  X("Invalid Error", SQLSTATE_INTERNAL_ERROR)                                                      \
+  X("Internal Error", SQLSTATE_INTERNAL_ERROR)                                                     \
+  X("FATAL Error", SQLSTATE_INTERNAL_ERROR)
 
 static bool contains_ci(const char *hay, const char *needle) {
   size_t n = strlen(needle);
@@ -61,8 +63,8 @@ mr_status sql_fail_duckdb(sql_error *err, const char *msg) {
   if (msg == NULL)
     msg = "unknown DuckDB error";
   const char *state = "XX000";
-#define DUCK_ERROR_MATCH(prefix, code)                                                     \
-  if (strncmp(msg, prefix, strlen(prefix)) == 0)                                           \
+#define DUCK_ERROR_MATCH(prefix, code)                                                             \
+  if (strncmp(msg, prefix, strlen(prefix)) == 0)                                                   \
     state = code;
   DUCK_ERROR_TABLE(DUCK_ERROR_MATCH)
 #undef DUCK_ERROR_MATCH
@@ -139,7 +141,7 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   *out = NULL;
   sql_engine *e = calloc(1, sizeof *e);
   if (e == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   pthread_mutex_init(&e->admin_lock, NULL);
   pthread_mutex_init(&e->commit_lock, NULL);
   e->version = sql_strdup(opts && opts->server_version ? opts->server_version : "15.0 (moraine)");
@@ -148,7 +150,7 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   if (duckdb_create_config(&cfg) != DuckDBSuccess) {
     free(e->version);
     free(e);
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "cannot create DuckDB config");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "cannot create DuckDB config");
   }
   /* no downloads, no extension autoloading: the engine is self-contained */
   duckdb_set_config(cfg, "autoinstall_known_extensions", "false");
@@ -156,7 +158,8 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   char *open_err = NULL;
   const char *path = opts && opts->database_path ? opts->database_path : NULL;
   if (duckdb_open_ext(path, &e->db, cfg, &open_err) != DuckDBSuccess) {
-    rc = sql_fail(err, MR_ERR_IO, "58030", "cannot open DuckDB: %s", open_err ? open_err : "?");
+    rc = sql_fail(err, MR_ERR_IO, SQLSTATE_IO_ERROR, "cannot open DuckDB: %s",
+                  open_err ? open_err : "?");
     duckdb_free(open_err);
     duckdb_destroy_config(&cfg);
     free(e->version);
@@ -166,12 +169,12 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   duckdb_destroy_config(&cfg);
   if (duckdb_connect(e->db, &e->admin) != DuckDBSuccess) {
     sql_engine_close(e);
-    return sql_fail(err, MR_ERR_IO, "58030", "cannot connect to DuckDB");
+    return sql_fail(err, MR_ERR_IO, SQLSTATE_IO_ERROR, "cannot connect to DuckDB");
   }
   e->dbname = query_string(e->admin, "SELECT current_database()");
   if (e->dbname == NULL) {
     sql_engine_close(e);
-    return sql_fail(err, MR_ERR_IO, "XX000", "cannot read DuckDB's database name");
+    return sql_fail(err, MR_ERR_IO, SQLSTATE_INTERNAL_ERROR, "cannot read DuckDB's database name");
   }
   rc = exec_on(e->admin, "CREATE SCHEMA IF NOT EXISTS public", err);
   if (rc == MR_OK)
@@ -179,7 +182,7 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   if (rc == MR_OK) {
     e->search_path_sql = sql_pgcatalog_search_path(e->dbname);
     if (e->search_path_sql == NULL)
-      rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
   if (rc == MR_OK)
     rc = exec_on(e->admin, e->search_path_sql, err);

@@ -35,9 +35,9 @@ struct sql_engine {
   /* commits with changes completed: written under commit_lock, read
    * without it, so a transaction's begin never waits on a store write */
   _Atomic uint64_t commit_seq;
-  char *dbname;           /* DuckDB database holding the catalog tables */
-  char *search_path_sql;  /* SET search_path = ... for every connection */
-  char *version;          /* "15.0 (moraine x.y.z)" */
+  char *dbname;          /* DuckDB database holding the catalog tables */
+  char *search_path_sql; /* SET search_path = ... for every connection */
+  char *version;         /* "15.0 (moraine x.y.z)" */
 };
 
 /* ---- change capture (sql_capture.c) ------------------------------------ */
@@ -81,7 +81,7 @@ struct sql_session {
   bool implicit; /* the open transaction is implicit (commits at end of query / Sync) */
   bool read_only;
   sql_capture cap;
-  uint64_t begin_seq;    /* engine commit_seq when the open transaction began */
+  uint64_t begin_seq; /* engine commit_seq when the open transaction began */
   sql_guc *gucs;
   size_t ngucs;
   char *user;
@@ -96,13 +96,13 @@ struct sql_prepared {
   sql_session *s;
   sql_prepared *next;
   sql_prepared **prevp;
-  char *sql;         /* as the client sent it */
-  sql_plans plans;   /* its admitted statements */
+  char *sql;       /* as the client sent it */
+  sql_plans plans; /* its admitted statements */
   sql_kind kind;
-  bool multi;        /* several statements: NoData, run like a simple query */
-  duckdb_prepared_statement ps; /* DuckDB-run kinds; NULL otherwise */
+  bool multi;                        /* several statements: NoData, run like a simple query */
+  duckdb_prepared_statement ps;      /* DuckDB-run kinds; NULL otherwise */
   duckdb_prepared_statement ps_text; /* text-format variant (sql_text_wrap) or NULL */
-  bool capture;                 /* ps has RETURNING * appended by moraine */
+  bool capture;                      /* ps has RETURNING * appended by moraine */
   size_t nparams;
   uint32_t *param_oids;
 };
@@ -133,8 +133,8 @@ mr_status sql_describe_columns(duckdb_prepared_statement ps, size_t nformats,
 /* COPY (sql_copy.c). */
 mr_status sql_copy_out(sql_session *s, const sql_copy_stmt *c, const sql_sink *sink,
                        uint64_t *nrows, sql_error *err) MR_MUST_CHECK;
-mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *sink,
-                      uint64_t *nrows, sql_error *err) MR_MUST_CHECK;
+mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *sink, uint64_t *nrows,
+                      sql_error *err) MR_MUST_CHECK;
 
 /* Staging-table select list for select_sql's columns (pg_bytea -> BLOB). */
 char *sql_stage_select(duckdb_connection con, const char *select_sql, sql_error *err);

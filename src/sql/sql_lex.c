@@ -4,6 +4,7 @@
  * parse full SQL: everything that is not a session command goes to DuckDB.
  */
 #include "sql/sql_lex.h"
+#include "sql/sql_state.h"
 
 #include <ctype.h>
 #include <pg_query.h>
@@ -22,7 +23,7 @@ mr_status sql_lex_scan(const char *sql, sql_toks *out, sql_error *err) {
   out->n = 0;
   PgQueryScanResult res = pg_query_scan(sql);
   if (res.error) {
-    sql_fail(err, MR_ERR_INVALID, "42601", "syntax error: %s", res.error->message);
+    sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR, "syntax error: %s", res.error->message);
     pg_query_free_scan_result(res);
     return MR_ERR_INVALID;
   }
@@ -30,13 +31,13 @@ mr_status sql_lex_scan(const char *sql, sql_toks *out, sql_error *err) {
       pg_query__scan_result__unpack(NULL, res.pbuf.len, (const uint8_t *)res.pbuf.data);
   if (scan == NULL) {
     pg_query_free_scan_result(res);
-    return sql_fail(err, MR_ERR_INVALID, "XX000", "cannot decode scanner output");
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR, "cannot decode scanner output");
   }
   out->v = calloc(scan->n_tokens ? scan->n_tokens : 1, sizeof *out->v);
   if (out->v == NULL) {
     pg_query__scan_result__free_unpacked(scan, NULL);
     pg_query_free_scan_result(res);
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
   for (size_t i = 0; i < scan->n_tokens; i++) {
     const PgQuery__ScanToken *tk = scan->tokens[i];
@@ -80,11 +81,11 @@ bool sql_tok_punct(const sql_toks *t, size_t i, char c) {
 static mr_status push_stmt(sql_stmts *out, const char *sql, int from, int to, sql_error *err) {
   char **v = realloc(out->v, (out->n + 1) * sizeof *v);
   if (v == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   out->v = v;
   char *s = sql_strndup(sql + from, (size_t)(to - from));
   if (s == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   out->v[out->n++] = s;
   return MR_OK;
 }
@@ -189,8 +190,8 @@ sql_kind sql_lex_classify(const char *sql, const sql_toks *t) {
 
 char *sql_lex_ddl_tag(const char *sql, const sql_toks *t) {
   /* verb + object word(s), skipping OR REPLACE / TEMP / UNIQUE / IF ... */
-  static const char *const skip[] = {"or",      "replace",  "temp", "temporary", "unique",
-                                     "unlogged", "if",      "not",  "exists",    "global",
+  static const char *const skip[] = {"or",       "replace",    "temp", "temporary", "unique",
+                                     "unlogged", "if",         "not",  "exists",    "global",
                                      "local",    "persistent", NULL};
   char tag[64];
   size_t n = 0;
@@ -265,7 +266,7 @@ mr_status sql_lex_parse_set(const char *sql, const sql_toks *t, char **name, cha
     i += 2;
   } else {
     if (i >= t->n)
-      return sql_fail(err, MR_ERR_INVALID, "42601", "syntax error at end of SET");
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR, "syntax error at end of SET");
     /* a.b style names (custom GUCs) */
     size_t start = i;
     while (i + 2 < t->n && sql_tok_punct(t, i + 1, '.'))
@@ -282,12 +283,13 @@ mr_status sql_lex_parse_set(const char *sql, const sql_toks *t, char **name, cha
     if (sql_tok_is(sql, t, i, "to") || sql_tok_punct(t, i, '='))
       i++;
     else
-      return sql_fail(err, MR_ERR_INVALID, "42601", "syntax error in SET: expected TO or =");
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR,
+                      "syntax error in SET: expected TO or =");
   }
   if (*name == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   if (i >= t->n)
-    return sql_fail(err, MR_ERR_INVALID, "42601", "syntax error at end of SET");
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR, "syntax error at end of SET");
   if (sql_tok_is(sql, t, i, "default") || sql_tok_is(sql, t, i, "local"))
     return MR_OK;
   if (i + 1 == t->n) {
@@ -300,18 +302,19 @@ mr_status sql_lex_parse_set(const char *sql, const sql_toks *t, char **name, cha
     for (size_t k = i; k < t->n; k++) {
       char *v = tok_value(sql, t, k);
       if (v == NULL)
-        return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+        return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
       bool glue = sql_tok_punct(t, k, ',') || sql_tok_punct(t, k, '-') || k == i;
       n += (size_t)snprintf(buf + n, n < sizeof buf ? sizeof buf - n : 0, "%s%s",
                             glue ? "" : (sql_tok_punct(t, k - 1, '-') ? "" : " "), v);
       free(v);
       if (n >= sizeof buf)
-        return sql_fail(err, MR_ERR_INVALID, "22023", "SET value too long");
+        return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_PARAMETER_VALUE,
+                        "SET value too long");
     }
     *value = sql_strdup(buf);
   }
   if (*value == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   return MR_OK;
 }
 
@@ -319,7 +322,8 @@ mr_status sql_lex_parse_name_after(const char *sql, const sql_toks *t, size_t fi
                                    sql_error *err) {
   *name = NULL;
   if (first >= t->n)
-    return sql_fail(err, MR_ERR_INVALID, "42601", "syntax error: a parameter name is expected");
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR,
+                    "syntax error: a parameter name is expected");
   if (sql_tok_is(sql, t, first, "time") && sql_tok_is(sql, t, first + 1, "zone"))
     *name = sql_strdup("timezone");
   else if (sql_tok_is(sql, t, first, "transaction") && sql_tok_is(sql, t, first + 1, "isolation"))
@@ -327,7 +331,7 @@ mr_status sql_lex_parse_name_after(const char *sql, const sql_toks *t, size_t fi
   else
     *name = tok_ident(sql, t, first);
   if (*name == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   return MR_OK;
 }
 
@@ -349,7 +353,8 @@ static mr_status read_qualified(const char *sql, const sql_toks *t, size_t *i, c
     (*i)++;
   }
   if (np == 0) {
-    return sql_fail(err, MR_ERR_INVALID, "42601", "syntax error: a table name is expected");
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR,
+                    "syntax error: a table name is expected");
   }
   *table = parts[np - 1];
   if (np >= 2)
@@ -357,7 +362,7 @@ static mr_status read_qualified(const char *sql, const sql_toks *t, size_t *i, c
   if (np == 3)
     free(parts[0]);
   if (*table == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   return MR_OK;
 }
 
@@ -371,17 +376,19 @@ mr_status sql_lex_dml_target(const char *sql, const sql_toks *t, sql_dml_target 
     if (sql_tok_is(sql, t, i, "or")) /* DuckDB INSERT OR REPLACE / IGNORE */
       i += 2;
     if (!sql_tok_is(sql, t, i, "into"))
-      return sql_fail(err, MR_ERR_INVALID, "42601", "syntax error: INSERT without INTO");
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR,
+                      "syntax error: INSERT without INTO");
     i++;
   } else if (sql_tok_is(sql, t, v, "update")) {
     out->op = SQL_CHANGE_UPDATE;
   } else if (sql_tok_is(sql, t, v, "delete")) {
     out->op = SQL_CHANGE_DELETE;
     if (!sql_tok_is(sql, t, i, "from"))
-      return sql_fail(err, MR_ERR_INVALID, "42601", "syntax error: DELETE without FROM");
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR,
+                      "syntax error: DELETE without FROM");
     i++;
   } else {
-    return sql_fail(err, MR_ERR_INVALID, "42601", "not an INSERT, UPDATE or DELETE");
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR, "not an INSERT, UPDATE or DELETE");
   }
   if (sql_tok_is(sql, t, i, "only"))
     i++;
@@ -429,13 +436,13 @@ static mr_status copy_options(const char *sql, const sql_toks *t, size_t i, sql_
     } else if (sql_tok_is(sql, t, i, "format") && i + 1 < t->n) {
       char *f = tok_value(sql, t, i + 1);
       if (f == NULL)
-        return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+        return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
       if (sql[t->v[i + 1].start] == '"') {
         char *u = sql_unquote(f, strlen(f), '"');
         free(f);
         f = u;
         if (f == NULL)
-          return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+          return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
       }
       if (strcasecmp(f, "binary") == 0)
         c->format = SQL_COPY_BINARY;
@@ -444,7 +451,8 @@ static mr_status copy_options(const char *sql, const sql_toks *t, size_t i, sql_
       else if (strcasecmp(f, "text") == 0)
         c->format = SQL_COPY_TEXT;
       else {
-        sql_fail(err, MR_ERR_INVALID, "22023", "COPY format \"%s\" not recognized", f);
+        sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_PARAMETER_VALUE,
+                 "COPY format \"%s\" not recognized", f);
         free(f);
         return MR_ERR_INVALID;
       }
@@ -470,15 +478,15 @@ static mr_status copy_options(const char *sql, const sql_toks *t, size_t i, sql_
         i++;
       }
     } else {
-      return sql_fail(err, MR_ERR_INVALID, "0A000", "COPY option \"%.*s\" is not supported",
-                      t->v[i].end - t->v[i].start, sql + t->v[i].start);
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
+                      "COPY option \"%.*s\" is not supported", t->v[i].end - t->v[i].start,
+                      sql + t->v[i].start);
     }
   }
   return MR_OK;
 }
 
-mr_status sql_lex_parse_copy(const char *sql, const sql_toks *t, sql_copy_stmt *c,
-                             sql_error *err) {
+mr_status sql_lex_parse_copy(const char *sql, const sql_toks *t, sql_copy_stmt *c, sql_error *err) {
   memset(c, 0, sizeof *c);
   c->delim = '\t';
   size_t i = 1;
@@ -493,10 +501,11 @@ mr_status sql_lex_parse_copy(const char *sql, const sql_toks *t, sql_copy_stmt *
         break;
     }
     if (k >= t->n)
-      return sql_fail(err, MR_ERR_INVALID, "42601", "syntax error in COPY: unbalanced parentheses");
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR,
+                      "syntax error in COPY: unbalanced parentheses");
     c->query = sql_strndup(sql + t->v[i + 1].start, (size_t)(t->v[k - 1].end - t->v[i + 1].start));
     if (c->query == NULL)
-      return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
     i = k + 1;
   } else {
     rc = read_qualified(sql, t, &i, &c->schema, &c->table, err);
@@ -508,11 +517,11 @@ mr_status sql_lex_parse_copy(const char *sql, const sql_toks *t, sql_copy_stmt *
         if (!sql_tok_punct(t, i, ',')) {
           char **v = realloc(c->cols, (c->ncols + 1) * sizeof *v);
           if (v == NULL)
-            return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+            return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
           c->cols = v;
           c->cols[c->ncols] = tok_ident(sql, t, i);
           if (c->cols[c->ncols++] == NULL)
-            return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+            return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
         }
         i++;
       }
@@ -524,9 +533,9 @@ mr_status sql_lex_parse_copy(const char *sql, const sql_toks *t, sql_copy_stmt *
   } else if (sql_tok_is(sql, t, i, "from") && sql_tok_is(sql, t, i + 1, "stdin")) {
     c->from_stdin = true;
     if (c->query)
-      return sql_fail(err, MR_ERR_INVALID, "42601", "COPY (query) FROM is not valid");
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR, "COPY (query) FROM is not valid");
   } else {
-    return sql_fail(err, MR_ERR_INVALID, "0A000",
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
                     "only COPY ... TO STDOUT and COPY ... FROM STDIN are supported");
   }
   rc = copy_options(sql, t, i + 2, c, err);
@@ -537,7 +546,7 @@ mr_status sql_lex_parse_copy(const char *sql, const sql_toks *t, sql_copy_stmt *
   if (c->null_str == NULL)
     c->null_str = sql_strdup(c->format == SQL_COPY_CSV ? "" : "\\N");
   if (c->null_str == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   if (!c->from_stdin && c->query == NULL) {
     /* COPY t [(cols)] TO STDOUT == COPY (SELECT cols FROM t) TO STDOUT */
     sql_strbuf b = {0};
@@ -560,7 +569,7 @@ mr_status sql_lex_parse_copy(const char *sql, const sql_toks *t, sql_copy_stmt *
     free(qt);
     c->query = sql_strbuf_take(&b);
     if (c->query == NULL)
-      return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
   return MR_OK;
 }

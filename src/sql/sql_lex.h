@@ -56,9 +56,9 @@ typedef enum sql_kind {
   SQL_KIND_RESET,
   SQL_KIND_DISCARD,
   SQL_KIND_COPY,
-  SQL_KIND_DML,      /* INSERT / UPDATE / DELETE, also under WITH */
-  SQL_KIND_DDL,      /* CREATE / DROP / ALTER / COMMENT / TRUNCATE */
-  SQL_KIND_NOOP,     /* DEALLOCATE, LISTEN, UNLISTEN, SET TRANSACTION ... */
+  SQL_KIND_DML,         /* INSERT / UPDATE / DELETE, also under WITH */
+  SQL_KIND_DDL,         /* CREATE / DROP / ALTER / COMMENT / TRUNCATE */
+  SQL_KIND_NOOP,        /* DEALLOCATE, LISTEN, UNLISTEN, SET TRANSACTION ... */
   SQL_KIND_UNSUPPORTED, /* SAVEPOINT, RELEASE, PREPARE TRANSACTION, ... */
 } sql_kind;
 
@@ -93,16 +93,16 @@ void sql_dml_target_free(sql_dml_target *d);
 /* COPY statements. */
 typedef enum sql_copy_format { SQL_COPY_TEXT = 0, SQL_COPY_BINARY, SQL_COPY_CSV } sql_copy_format;
 typedef struct sql_copy_stmt {
-  bool from_stdin;   /* COPY t FROM STDIN; else COPY ... TO STDOUT */
-  char *query;       /* TO STDOUT: the SELECT to run */
-  char *schema;      /* FROM STDIN: target (schema may be NULL) */
+  bool from_stdin; /* COPY t FROM STDIN; else COPY ... TO STDOUT */
+  char *query;     /* TO STDOUT: the SELECT to run */
+  char *schema;    /* FROM STDIN: target (schema may be NULL) */
   char *table;
-  char **cols;       /* FROM STDIN: column list (ncols 0: all) */
+  char **cols; /* FROM STDIN: column list (ncols 0: all) */
   size_t ncols;
   sql_copy_format format;
-  char *null_str;    /* text/csv NULL marker (default \N, csv: empty) */
-  char delim;        /* text: tab, csv: ',' */
-  bool header;       /* csv HEADER */
+  char *null_str; /* text/csv NULL marker (default \N, csv: empty) */
+  char delim;     /* text: tab, csv: ',' */
+  bool header;    /* csv HEADER */
 } sql_copy_stmt;
 mr_status sql_lex_parse_copy(const char *sql, const sql_toks *t, sql_copy_stmt *out,
                              sql_error *err) MR_MUST_CHECK;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "sql/sql_internal.h"
+#include "sql/sql_state.h"
 
 #define STAGE "temp.main.__moraine_load"
 
@@ -46,7 +47,7 @@ static void cols_free(load_col *cols, size_t n) {
 }
 
 static mr_status oom(sql_error *err) {
-  return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
 }
 
 static mr_status run(duckdb_connection con, const char *sql, sql_error *err) {
@@ -95,7 +96,8 @@ static mr_status describe(duckdb_connection con, const char *target, load_col **
     if (duckdb_query(con, desc, &r) != DuckDBSuccess) {
       rc = sql_fail_duckdb(err, duckdb_result_error(&r));
     } else if (duckdb_row_count(&r) != ncols) {
-      rc = sql_fail(err, MR_ERR_INVALID, "XX000", "%s: DESCRIBE gave %llu columns, not %zu", target,
+      rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                    "%s: DESCRIBE gave %llu columns, not %zu", target,
                     (unsigned long long)duckdb_row_count(&r), ncols);
     } else {
       for (size_t i = 0; rc == MR_OK && i < ncols; i++) {
@@ -253,8 +255,8 @@ mr_status sql_engine_load_rows(sql_engine *e, const char *schema, const char *ta
   size_t n = 0;
   mr_status rc = describe(e->admin, target, &cols, &n, err);
   if (rc == MR_OK && n != ncols)
-    rc = sql_fail(err, MR_ERR_INVALID, "22023", "%s.%s has %zu columns, %zu given", schema, table,
-                  n, ncols);
+    rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_PARAMETER_VALUE,
+                  "%s.%s has %zu columns, %zu given", schema, table, n, ncols);
   if (rc == MR_OK && nrows > 0) {
     rc = create_stage(e->admin, cols, n, err);
     if (rc == MR_OK)

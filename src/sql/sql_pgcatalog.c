@@ -8,6 +8,7 @@
  * line) and for simple psql use; they are not a complete pg_catalog.
  */
 #include "sql/sql_pgcatalog.h"
+#include "sql/sql_state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +97,8 @@ static mr_status add_cast(duckdb_connection con, duckdb_logical_type from, duckd
   duckdb_state st = duckdb_register_cast_function(con, cf);
   duckdb_destroy_cast_function(&cf);
   if (st != DuckDBSuccess)
-    return sql_fail(err, MR_ERR_INVALID, "XX000", "cannot register a pg_bytea cast");
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                    "cannot register a pg_bytea cast");
   return MR_OK;
 }
 
@@ -107,7 +109,7 @@ static mr_status install_bytea(duckdb_connection con, sql_error *err) {
   duckdb_logical_type text = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
   mr_status rc = MR_OK;
   if (duckdb_register_logical_type(con, bytea, NULL) != DuckDBSuccess)
-    rc = sql_fail(err, MR_ERR_INVALID, "XX000", "cannot register type pg_bytea");
+    rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR, "cannot register type pg_bytea");
   if (!rc)
     rc = add_cast(con, text, bytea, cast_text_to_bytea, 1, err);
   if (!rc)
@@ -127,7 +129,8 @@ static mr_status install_bytea(duckdb_connection con, sql_error *err) {
 static mr_status run(duckdb_connection con, const char *sql, sql_error *err) {
   duckdb_result r;
   if (duckdb_query(con, sql, &r) != DuckDBSuccess) {
-    sql_fail(err, MR_ERR_INVALID, "XX000", "installing pg_catalog: %s", duckdb_result_error(&r));
+    sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR, "installing pg_catalog: %s",
+             duckdb_result_error(&r));
     duckdb_destroy_result(&r);
     return MR_ERR_INVALID;
   }
@@ -142,7 +145,8 @@ static const char *const catalog_sql[] = {
 
     /* namespaces: the catalog database's schemas, plus pg_catalog (oid 11) */
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_namespace AS "
-    "SELECT 11::BIGINT AS oid, 'pg_catalog' AS nspname, 10::BIGINT AS nspowner, NULL::VARCHAR AS nspacl "
+    "SELECT 11::BIGINT AS oid, 'pg_catalog' AS nspname, 10::BIGINT AS nspowner, NULL::VARCHAR AS "
+    "nspacl "
     "UNION ALL "
     "SELECT oid::BIGINT, schema_name, 10::BIGINT, NULL::VARCHAR FROM duckdb_schemas() "
     "WHERE database_name = @DB@",
@@ -200,7 +204,8 @@ static const char *const catalog_sql[] = {
 
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_description AS "
     "SELECT table_oid::BIGINT AS objoid, 1259::BIGINT AS classoid, 0::INTEGER AS objsubid, "
-    "comment AS description FROM duckdb_tables() WHERE database_name = @DB@ AND comment IS NOT NULL "
+    "comment AS description FROM duckdb_tables() WHERE database_name = @DB@ AND comment IS NOT "
+    "NULL "
     "UNION ALL "
     "SELECT table_oid::BIGINT, 1259, column_index::INTEGER, comment FROM duckdb_columns() "
     "WHERE database_name = @DB@ AND comment IS NOT NULL",
@@ -310,20 +315,21 @@ static mr_status fill_type_tables(duckdb_connection con, sql_error *err) {
   sql_strbuf b = {0};
   sql_strbuf_add(&b, "INSERT INTO " SQL_PGCAT_DB ".main.pg_type VALUES ");
   bool first = true;
-#define PG_TYPE_INSERT(oid, name, len, cat)                                                  \
-  sql_strbuf_addf(&b, "%s(%d, '%s', 11, %d, 'b', '%s', 0, 0, 0, 0, -1, false, 10, true, ',', " \
-                      "0, 0)",                                                              \
-                  first ? "" : ", ", oid, name, len, cat);                                  \
+#define PG_TYPE_INSERT(oid, name, len, cat)                                                        \
+  sql_strbuf_addf(&b,                                                                              \
+                  "%s(%d, '%s', 11, %d, 'b', '%s', 0, 0, 0, 0, -1, false, 10, true, ',', "         \
+                  "0, 0)",                                                                         \
+                  first ? "" : ", ", oid, name, len, cat);                                         \
   first = false;
   PG_TYPE_TABLE(PG_TYPE_INSERT)
 #undef PG_TYPE_INSERT
   sql_strbuf_add(&b, "; INSERT INTO " SQL_PGCAT_DB ".main.moraine_types VALUES ");
   first = true;
-#define DUCK_INSERT(id, name, oid)                                                           \
-  sql_strbuf_addf(&b, "%s('%s', %d)", first ? "" : ", ", name, oid);                        \
+#define DUCK_INSERT(id, name, oid)                                                                 \
+  sql_strbuf_addf(&b, "%s('%s', %d)", first ? "" : ", ", name, oid);                               \
   first = false;
-#define ALIAS_INSERT(alias, oid)                                                             \
-  sql_strbuf_addf(&b, "%s('%s', %d)", first ? "" : ", ", alias, oid);                       \
+#define ALIAS_INSERT(alias, oid)                                                                   \
+  sql_strbuf_addf(&b, "%s('%s', %d)", first ? "" : ", ", alias, oid);                              \
   first = false;
   PG_DUCK_TYPE_TABLE(DUCK_INSERT)
   PG_DUCK_ALIAS_TABLE(ALIAS_INSERT)
@@ -331,7 +337,7 @@ static mr_status fill_type_tables(duckdb_connection con, sql_error *err) {
 #undef ALIAS_INSERT
   char *sql = sql_strbuf_take(&b);
   if (sql == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   mr_status rc = run(con, sql, err);
   free(sql);
   return rc;
@@ -359,11 +365,11 @@ mr_status sql_pgcatalog_install(duckdb_connection con, const char *dbname, const
   char *ver_lit = literal(full_version);
   char *num_lit = literal(number);
   if (!db_lit || !ver_lit || !num_lit)
-    rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   for (size_t i = 0; rc == MR_OK && catalog_sql[i]; i++) {
     char *sql = expand(catalog_sql[i], db_lit, ver_lit, num_lit);
     if (sql == NULL) {
-      rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
       break;
     }
     rc = run(con, sql, err);
@@ -379,7 +385,7 @@ mr_status sql_pgcatalog_install(duckdb_connection con, const char *dbname, const
 
 char *sql_pgcatalog_search_path(const char *dbname) {
   sql_strbuf b = {0};
-  sql_strbuf_addf(&b, "SET search_path = '\"%s\".public,%s.main,\"%s\".main'", dbname,
-                  SQL_PGCAT_DB, dbname);
+  sql_strbuf_addf(&b, "SET search_path = '\"%s\".public,%s.main,\"%s\".main'", dbname, SQL_PGCAT_DB,
+                  dbname);
   return sql_strbuf_take(&b);
 }

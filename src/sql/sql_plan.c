@@ -9,6 +9,7 @@
  * and that switch refuses whatever it does not name.
  */
 #include "sql/sql_plan.h"
+#include "sql/sql_state.h"
 
 #include <ctype.h>
 #include <pg_query.h>
@@ -31,11 +32,11 @@ typedef struct planner {
 } planner;
 
 static mr_status nomem(sql_error *err) {
-  return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
 }
 
 static mr_status refuse(planner *p, const char *what) {
-  return sql_fail(p->err, MR_ERR_INVALID, "42501",
+  return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_INSUFFICIENT_PRIVILEGE,
                   "moraine does not admit %s: it serves DuckLake's catalog, not arbitrary SQL",
                   what);
 }
@@ -116,7 +117,8 @@ typedef mr_status (*visit_fn)(planner *p, const ProtobufCMessage *m, int depth);
 /* Calls visit on m and on every message below it, depth first. */
 static mr_status walk(planner *p, const ProtobufCMessage *m, int depth, visit_fn visit) {
   if (depth > PLAN_MAX_DEPTH)
-    return sql_fail(p->err, MR_ERR_INVALID, "54001", "statement is too deeply nested");
+    return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_STATEMENT_TOO_COMPLEX,
+                    "statement is too deeply nested");
   mr_status rc = visit(p, m, depth);
   const ProtobufCMessageDescriptor *d = m->descriptor;
   const char *base = (const char *)m;
@@ -160,13 +162,14 @@ static mr_status visit_check(planner *p, const ProtobufCMessage *m, int depth) {
   if (depth > 0 &&
       (d == &pg_query__insert_stmt__descriptor || d == &pg_query__update_stmt__descriptor ||
        d == &pg_query__delete_stmt__descriptor || d == &pg_query__merge_stmt__descriptor))
-    return sql_fail(p->err, MR_ERR_INVALID, "0A000",
+    return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
                     "data-modifying statements inside another statement are not supported");
   if (d == &pg_query__into_clause__descriptor)
     return refuse(p, "SELECT INTO (it creates a table)");
   if (d == &pg_query__range_table_func__descriptor || d == &pg_query__table_func__descriptor ||
       d == &pg_query__xml_expr__descriptor || d == &pg_query__xml_serialize__descriptor)
-    return sql_fail(p->err, MR_ERR_INVALID, "0A000", "XML functions are not supported");
+    return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
+                    "XML functions are not supported");
   return MR_OK;
 }
 
@@ -221,7 +224,7 @@ static mr_status plan_copy(planner *p, const PgQuery__CopyStmt *c, sql_plan *pl)
     pl->shape = "copy_in";
     return check_relation(p, c->relation, true);
   }
-  return sql_fail(p->err, MR_ERR_INVALID, "0A000",
+  return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
                   "only COPY (query) TO STDOUT and COPY table FROM STDIN are supported");
 }
 
@@ -385,7 +388,7 @@ static mr_status plan_drop(planner *p, const PgQuery__DropStmt *s, sql_plan *pl)
   if (s->remove_type != PG_QUERY__OBJECT_TYPE__OBJECT_TABLE)
     return refuse(p, "DROP of anything but an inlined or temporary table");
   if (s->n_objects != 1 || s->behavior == PG_QUERY__DROP_BEHAVIOR__DROP_CASCADE || s->concurrent)
-    return sql_fail(p->err, MR_ERR_INVALID, "0A000",
+    return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
                     "DROP TABLE of several tables at once or with CASCADE is not supported");
   const PgQuery__Node *obj = s->objects[0];
   if (obj->node_case != PG_QUERY__NODE__NODE_LIST || obj->list->n_items == 0 ||
@@ -436,12 +439,13 @@ static mr_status plan_transaction(planner *p, const PgQuery__TransactionStmt *t,
   case PG_QUERY__TRANSACTION_STMT_KIND__TRANS_STMT_COMMIT:
   case PG_QUERY__TRANSACTION_STMT_KIND__TRANS_STMT_ROLLBACK:
     if (t->chain)
-      return sql_fail(p->err, MR_ERR_INVALID, "0A000", "AND CHAIN is not supported");
+      return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
+                      "AND CHAIN is not supported");
     pl->kind = t->kind == PG_QUERY__TRANSACTION_STMT_KIND__TRANS_STMT_COMMIT ? SQL_KIND_COMMIT
                                                                              : SQL_KIND_ROLLBACK;
     return MR_OK;
   default:
-    return sql_fail(p->err, MR_ERR_INVALID, "0A000",
+    return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
                     "savepoints and two-phase commit are not supported by moraine");
   }
 }
@@ -458,7 +462,8 @@ static mr_status plan_node(planner *p, const PgQuery__Node *n, sql_plan *pl) {
   case PG_QUERY__NODE__NODE_INSERT_STMT:
     pl->shape = "insert";
     if (n->insert_stmt->on_conflict_clause)
-      return sql_fail(p->err, MR_ERR_INVALID, "0A000", "INSERT ... ON CONFLICT is not supported");
+      return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
+                      "INSERT ... ON CONFLICT is not supported");
     rc = plan_dml(p, n->insert_stmt->relation, SQL_CHANGE_INSERT, n->insert_stmt->n_returning_list,
                   pl);
     return rc ? rc : check_tree(p, &n->insert_stmt->base);
@@ -511,7 +516,8 @@ static mr_status plan_node(planner *p, const PgQuery__Node *n, sql_plan *pl) {
     return MR_OK;
   case PG_QUERY__NODE__NODE_DISCARD_STMT:
     if (n->discard_stmt->target != PG_QUERY__DISCARD_MODE__DISCARD_ALL)
-      return sql_fail(p->err, MR_ERR_INVALID, "0A000", "only DISCARD ALL is supported");
+      return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
+                      "only DISCARD ALL is supported");
     pl->shape = "discard";
     pl->kind = SQL_KIND_DISCARD;
     return MR_OK;
@@ -525,7 +531,8 @@ static mr_status plan_node(planner *p, const PgQuery__Node *n, sql_plan *pl) {
 #define UNSUPPORTED(node) case PG_QUERY__NODE__NODE_##node:
     SQL_ADMIT_UNSUPPORTED(UNSUPPORTED)
 #undef UNSUPPORTED
-    return sql_fail(p->err, MR_ERR_INVALID, "0A000", "%.60s%s is not supported by moraine", p->stmt,
+    return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
+                    "%.60s%s is not supported by moraine", p->stmt,
                     strlen(p->stmt) > 60 ? "..." : "");
   default: {
     char what[120];
@@ -578,8 +585,9 @@ mr_status sql_plan_query(const char *query, const sql_plan_env *env, sql_plans *
   out->n = 0;
   PgQueryProtobufParseResult res = pg_query_parse_protobuf(query);
   if (res.error) {
-    mr_status rc = sql_fail(err, MR_ERR_INVALID, "42601", "syntax error: %s at position %d",
-                            res.error->message, res.error->cursorpos);
+    mr_status rc =
+        sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR, "syntax error: %s at position %d",
+                 res.error->message, res.error->cursorpos);
     pg_query_free_protobuf_parse_result(res);
     return rc;
   }
@@ -587,7 +595,8 @@ mr_status sql_plan_query(const char *query, const sql_plan_env *env, sql_plans *
                                                               (const uint8_t *)res.parse_tree.data);
   pg_query_free_protobuf_parse_result(res);
   if (tree == NULL)
-    return sql_fail(err, MR_ERR_INVALID, "XX000", "cannot decode the parser's output");
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                    "cannot decode the parser's output");
   mr_status rc = MR_OK;
   out->v = calloc(tree->n_stmts ? tree->n_stmts : 1, sizeof *out->v);
   if (out->v == NULL)
@@ -601,7 +610,7 @@ mr_status sql_plan_query(const char *query, const sql_plan_env *env, sql_plans *
       break;
     }
     if (raw->stmt == NULL) {
-      rc = sql_fail(err, MR_ERR_INVALID, "42601", "empty statement");
+      rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR, "empty statement");
       break;
     }
     planner p = {env, err, pl->text, NULL, 0};

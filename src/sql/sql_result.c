@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sql/sql_internal.h"
+#include "sql/sql_state.h"
 
 static int16_t format_of(size_t i, size_t nformats, const int16_t *formats) {
   if (nformats == 0)
@@ -25,7 +26,7 @@ static mr_status describe(size_t ncols, const char *const *names, const pg_colty
                           sql_error *err) {
   sql_column *cols = calloc(ncols ? ncols : 1, sizeof *cols);
   if (cols == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   for (size_t i = 0; i < ncols; i++) {
     cols[i].name = names[i];
     cols[i].type_oid = types[i].oid;
@@ -35,20 +36,22 @@ static mr_status describe(size_t ncols, const char *const *names, const pg_colty
   }
   int stop = SQL_SINK_CALL(sink, row_description, ncols, cols);
   free(cols);
-  return stop ? sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost") : MR_OK;
+  return stop ? sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost")
+              : MR_OK;
 }
 
 mr_status sql_describe_columns(duckdb_prepared_statement ps, size_t nformats,
                                const int16_t *formats, const sql_sink *sink, sql_error *err) {
   size_t ncols = duckdb_prepared_statement_column_count(ps);
   if (ncols == 0)
-    return SQL_SINK_CALL0(sink, no_data) ? sql_fail(err, MR_ERR_CLOSED, "08006", "client lost")
-                                        : MR_OK;
+    return SQL_SINK_CALL0(sink, no_data)
+               ? sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client lost")
+               : MR_OK;
   const char **names = calloc(ncols, sizeof *names);
   pg_coltype *types = calloc(ncols, sizeof *types);
   mr_status rc = MR_OK;
   if (!names || !types) {
-    rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   } else {
     for (size_t i = 0; i < ncols; i++) {
       names[i] = duckdb_prepared_statement_column_name(ps, i);
@@ -113,7 +116,7 @@ static mr_status send_binary(duckdb_result *r, size_t ncols, const pg_coltype *t
   size_t *lens = calloc(ncols ? ncols : 1, sizeof *lens);
   mr_status rc = MR_OK;
   if (!offs || !vals || !lens)
-    rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   duckdb_data_chunk chunk;
   while (rc == MR_OK && (chunk = duckdb_fetch_chunk(*r)) != NULL) {
     idx_t n = duckdb_data_chunk_get_size(chunk);
@@ -131,7 +134,7 @@ static mr_status send_binary(duckdb_result *r, size_t ncols, const pg_coltype *t
           size_t at = row.len;
           sql_strbuf_add_be32(&row, 0);
           if (!vector_text(&row, &types[c], vec, i)) {
-            rc = sql_fail(err, MR_ERR_INVALID, "0A000",
+            rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
                           "column %zu: this type cannot be sent in this result format", c + 1);
             break;
           }
@@ -147,7 +150,7 @@ static mr_status send_binary(duckdb_result *r, size_t ncols, const pg_coltype *t
       if (rc)
         break;
       if (row.failed) {
-        rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+        rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
         break;
       }
       for (size_t c = 0; c < ncols; c++) {
@@ -157,7 +160,7 @@ static mr_status send_binary(duckdb_result *r, size_t ncols, const pg_coltype *t
         lens[c] = len == 0xFFFFFFFFu ? 0 : len;
       }
       if (SQL_SINK_CALL(sink, data_row, ncols, vals, lens))
-        rc = sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
+        rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
       (*nrows)++;
     }
     duckdb_destroy_data_chunk(&chunk);
@@ -177,7 +180,7 @@ static mr_status send_text(duckdb_result *r, size_t ncols, const pg_coltype *typ
   size_t *lens = calloc(ncols ? ncols : 1, sizeof *lens);
   mr_status rc = MR_OK;
   if (!cells || !vals || !lens)
-    rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   for (idx_t row = 0; row < n && rc == MR_OK; row++) {
     for (size_t c = 0; c < ncols; c++) {
       sql_strbuf_reset(&cells[c]);
@@ -189,7 +192,7 @@ static mr_status send_text(duckdb_result *r, size_t ncols, const pg_coltype *typ
       pg_format_text(&cells[c], &types[c], r, c, row);
       sql_strbuf_addn(&cells[c], "", 0);
       if (cells[c].failed) {
-        rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+        rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
         break;
       }
       vals[c] = cells[c].data;
@@ -198,7 +201,7 @@ static mr_status send_text(duckdb_result *r, size_t ncols, const pg_coltype *typ
     if (rc)
       break;
     if (SQL_SINK_CALL(sink, data_row, ncols, vals, lens))
-      rc = sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
+      rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
     (*nrows)++;
   }
   for (size_t c = 0; cells && c < ncols; c++)
@@ -319,7 +322,7 @@ mr_status sql_send_result(sql_session *s, duckdb_result *r, duckdb_prepared_stat
   if (!names || !types) {
     free(names);
     free(types);
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
   bool any_binary = false;
   for (size_t i = 0; i < ncols; i++) {

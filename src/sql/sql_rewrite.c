@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "sql/sql_lex.h"
+#include "sql/sql_state.h"
 #include "sql/sql_util.h"
 
 /* '(123,45)' -> 123*65536+45; false if the literal is not a tid. */
@@ -56,7 +57,8 @@ static bool is_ident(const char *sql, const sql_toks *t, size_t i, const char *w
  * literal that merely looks like one ('(1,2)' stored in a column) is data
  * and is never rewritten. */
 static bool tid_context(const char *sql, const sql_toks *t, size_t i) {
-  if (i + 2 < t->n && t->v[i + 1].kind == PG_QUERY__TOKEN__TYPECAST && is_ident(sql, t, i + 2, "tid"))
+  if (i + 2 < t->n && t->v[i + 1].kind == PG_QUERY__TOKEN__TYPECAST &&
+      is_ident(sql, t, i + 2, "tid"))
     return true;
   if (i >= 2 && is_ident(sql, t, i - 2, "ctid") &&
       (sql_tok_punct(t, i - 1, '=') || t->v[i - 1].kind == PG_QUERY__TOKEN__NOT_EQUALS))
@@ -107,7 +109,8 @@ mr_status sql_rewrite(const char *sql, char **out, sql_error *err) {
       }
       rep = "DOUBLE";
     } else if (has_ctid && is_ident(sql, &t, i, "ctid")) {
-      bool item = i > 0 && (sql_tok_is(sql, &t, i - 1, "select") || sql_tok_punct(&t, i - 1, ',')) &&
+      bool item = i > 0 &&
+                  (sql_tok_is(sql, &t, i - 1, "select") || sql_tok_punct(&t, i - 1, ',')) &&
                   (sql_tok_punct(&t, i + 1, ',') || sql_tok_is(sql, &t, i + 1, "from"));
       rep = item ? "rowid AS ctid" : "rowid";
     } else if (has_ctid && k->kind == PG_QUERY__TOKEN__IDENT && i + 2 < t.n &&
@@ -126,7 +129,8 @@ mr_status sql_rewrite(const char *sql, char **out, sql_error *err) {
         snprintf(num, sizeof num, "%lld", v);
         rep = num;
       }
-    } else if (has_ctid && k->kind == PG_QUERY__TOKEN__TYPECAST && is_ident(sql, &t, i + 1, "tid")) {
+    } else if (has_ctid && k->kind == PG_QUERY__TOKEN__TYPECAST &&
+               is_ident(sql, &t, i + 1, "tid")) {
       sql_strbuf_addn(&b, sql + copied, (size_t)(k->start - copied));
       copied = t.v[i + 1].end;
       i++;
@@ -148,6 +152,6 @@ mr_status sql_rewrite(const char *sql, char **out, sql_error *err) {
   sql_toks_free(&t);
   *out = sql_strbuf_take(&b);
   if (*out == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   return MR_OK;
 }

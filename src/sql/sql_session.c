@@ -19,35 +19,41 @@
 
 #include "sql/sql_internal.h"
 #include "sql/sql_plan.h"
+#include "sql/sql_state.h"
 
 /* X(name, default) — GUCs SHOW knows before any SET. */
-#define GUC_DEFAULTS(X)                                                                    \
-  X("server_encoding", "UTF8")                                                             \
-  X("client_encoding", "UTF8")                                                             \
-  X("datestyle", "ISO, MDY")                                                               \
-  X("timezone", "UTC")                                                                     \
-  X("integer_datetimes", "on")                                                             \
-  X("standard_conforming_strings", "on")                                                   \
-  X("intervalstyle", "postgres")                                                           \
-  X("application_name", "")                                                                \
-  X("search_path", "\"$user\", public")                                                    \
-  X("default_transaction_isolation", "repeatable read")                                    \
-  X("default_transaction_read_only", "off")                                                \
-  X("is_superuser", "on")                                                                  \
-  X("max_identifier_length", "63")                                                         \
-  X("lc_collate", "C")                                                                     \
-  X("lc_ctype", "C")                                                                       \
-  X("extra_float_digits", "1")                                                             \
-  X("statement_timeout", "0")                                                              \
-  X("lock_timeout", "0")                                                                   \
-  X("idle_in_transaction_session_timeout", "0")                                            \
+#define GUC_DEFAULTS(X)                                                                            \
+  X("server_encoding", "UTF8")                                                                     \
+  X("client_encoding", "UTF8")                                                                     \
+  X("datestyle", "ISO, MDY")                                                                       \
+  X("timezone", "UTC")                                                                             \
+  X("integer_datetimes", "on")                                                                     \
+  X("standard_conforming_strings", "on")                                                           \
+  X("intervalstyle", "postgres")                                                                   \
+  X("application_name", "")                                                                        \
+  X("search_path", "\"$user\", public")                                                            \
+  X("default_transaction_isolation", "repeatable read")                                            \
+  X("default_transaction_read_only", "off")                                                        \
+  X("is_superuser", "on")                                                                          \
+  X("max_identifier_length", "63")                                                                 \
+  X("lc_collate", "C")                                                                             \
+  X("lc_ctype", "C")                                                                               \
+  X("extra_float_digits", "1")                                                                     \
+  X("statement_timeout", "0")                                                                      \
+  X("lock_timeout", "0")                                                                           \
+  X("idle_in_transaction_session_timeout", "0")                                                    \
   X("max_connections", "100")
 
 /* GUCs a client is told about in ParameterStatus when they change. */
 static bool guc_reported(const char *name) {
-  static const char *const reported[] = {"application_name", "client_encoding", "datestyle",
-                                         "timezone",         "intervalstyle",   "is_superuser",
-                                         "standard_conforming_strings", NULL};
+  static const char *const reported[] = {"application_name",
+                                         "client_encoding",
+                                         "datestyle",
+                                         "timezone",
+                                         "intervalstyle",
+                                         "is_superuser",
+                                         "standard_conforming_strings",
+                                         NULL};
   for (size_t i = 0; reported[i]; i++)
     if (strcmp(reported[i], name) == 0)
       return true;
@@ -66,7 +72,7 @@ static const char *guc_display_name(const char *name) {
 }
 
 static mr_status lost(sql_error *err) {
-  return sql_fail(err, MR_ERR_CLOSED, "08006", "client connection lost");
+  return sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
 }
 
 static mr_status complete(const sql_sink *sink, const char *tag, sql_error *err) {
@@ -101,18 +107,18 @@ static mr_status guc_set(sql_session *s, const char *name, const char *value, sq
   if (g == NULL) {
     sql_guc *v = realloc(s->gucs, (s->ngucs + 1) * sizeof *v);
     if (v == NULL)
-      return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
     s->gucs = v;
     g = &s->gucs[s->ngucs++];
     g->name = sql_strdup(name);
     g->value = NULL;
     if (g->name == NULL)
-      return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
   free(g->value);
   g->value = sql_strdup(value);
   if (g->value == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   return MR_OK;
 }
 
@@ -160,8 +166,8 @@ const char *sql_session_guc(sql_session *s, const char *name_in) {
   sql_guc *g = guc_find(s, name);
   if (g)
     return g->value;
-#define GUC_DEFAULT(n, v)                                                                  \
-  if (strcmp(name, n) == 0)                                                                \
+#define GUC_DEFAULT(n, v)                                                                          \
+  if (strcmp(name, n) == 0)                                                                        \
     return v;
   GUC_DEFAULTS(GUC_DEFAULT)
 #undef GUC_DEFAULT
@@ -186,12 +192,12 @@ static mr_status temp_add(sql_session *s, const char *name, bool on_commit_drop,
     return MR_OK;
   sql_temp *v = realloc(s->temps, (s->ntemps + 1) * sizeof *v);
   if (v == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   s->temps = v;
   s->temps[s->ntemps].name = sql_strdup(name);
   s->temps[s->ntemps].on_commit_drop = on_commit_drop;
   if (s->temps[s->ntemps].name == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   s->ntemps++;
   return MR_OK;
 }
@@ -222,18 +228,18 @@ mr_status sql_session_open(sql_engine *e, const char *user, const char *database
   *out = NULL;
   sql_session *s = calloc(1, sizeof *s);
   if (s == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   s->e = e;
   s->status = 'I';
   s->user = sql_strdup(user ? user : "moraine");
   s->database = sql_strdup(database ? database : "moraine");
   if (!s->user || !s->database) {
     sql_session_close(s);
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
   if (duckdb_connect(e->db, &s->con) != DuckDBSuccess) {
     sql_session_close(s);
-    return sql_fail(err, MR_ERR_IO, "58030", "cannot connect to the embedded DuckDB");
+    return sql_fail(err, MR_ERR_IO, SQLSTATE_IO_ERROR, "cannot connect to the embedded DuckDB");
   }
   mr_status rc = duck_exec(s, e->search_path_sql, err);
   if (rc) {
@@ -265,7 +271,9 @@ void sql_session_close(sql_session *s) {
   free(s);
 }
 
-char sql_session_status(const sql_session *s) { return s->status; }
+char sql_session_status(const sql_session *s) {
+  return s->status;
+}
 
 /* ---- transactions ------------------------------------------------------- */
 
@@ -336,7 +344,8 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
       if (rc) {
         if (herr.sqlstate[0] == '\0')
           snprintf(herr.sqlstate, sizeof herr.sqlstate, "%s",
-                   rc == MR_ERR_CONFLICT ? "40001" : "XX000");
+                   rc == MR_ERR_CONFLICT ? SQLSTATE_SERIALIZATION_FAILURE
+                                         : SQLSTATE_INTERNAL_ERROR);
         if (herr.base.msg[0] == '\0')
           snprintf(herr.base.msg, sizeof herr.base.msg, "commit refused: %s", mr_status_text(rc));
         if (err)
@@ -383,7 +392,7 @@ static char *with_returning(sql_session *s, const char *sql, const sql_dml_targe
   free(ret);
   char *full = sql_strbuf_take(&b);
   if (full == NULL)
-    sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   return full;
 }
 
@@ -421,7 +430,7 @@ static mr_status read_only_check(sql_session *s, sql_kind kind, const char *sql,
   if (!s->read_only)
     return MR_OK;
   if (kind == SQL_KIND_DML || kind == SQL_KIND_DDL)
-    return sql_fail(err, MR_ERR_INVALID, "25006",
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_READ_ONLY_SQL_TRANSACTION,
                     "cannot execute %.20s in a read-only transaction", sql);
   return MR_OK;
 }
@@ -484,8 +493,9 @@ static mr_status ddl_check(sql_session *s, const sql_plan *pl, sql_error *err) {
       return MR_OK;
     if (relation_exists(s, schema, d->name))
       return MR_OK;
-    return sql_fail(err, MR_ERR_INVALID, "42501",
-                    "moraine does not admit CREATE TABLE %s: not a DuckLake catalog table", d->name);
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INSUFFICIENT_PRIVILEGE,
+                    "moraine does not admit CREATE TABLE %s: not a DuckLake catalog table",
+                    d->name);
   }
   char *qs = sql_quote_ident(schema);
   sql_strbuf b = {0};
@@ -501,7 +511,7 @@ static mr_status ddl_check(sql_session *s, const sql_plan *pl, sql_error *err) {
   free(sql);
   if (n > 0)
     return MR_OK;
-  return sql_fail(err, MR_ERR_INVALID, "42501",
+  return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INSUFFICIENT_PRIVILEGE,
                   "moraine does not admit CREATE TABLE %s: DuckLake table %lld does not exist",
                   d->name, (long long)d->table_id);
 }
@@ -551,7 +561,8 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
     sql_toks_free(&t);
     uint64_t n = 0;
     if (rc == MR_OK && c.from_stdin && s->read_only)
-      rc = sql_fail(err, MR_ERR_INVALID, "25006", "cannot execute COPY FROM in a read-only transaction");
+      rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_READ_ONLY_SQL_TRANSACTION,
+                    "cannot execute COPY FROM in a read-only transaction");
     if (rc == MR_OK)
       rc = c.from_stdin ? sql_copy_in(s, &c, sink, &n, err) : sql_copy_out(s, &c, sink, &n, err);
     sql_copy_stmt_free(&c);
@@ -628,7 +639,8 @@ static mr_status show(sql_session *s, const char *stmt, const sql_toks *t, const
     return rc;
   const char *value = sql_session_guc(s, name);
   if (value == NULL) {
-    rc = sql_fail(err, MR_ERR_INVALID, "42704", "unrecognized configuration parameter \"%s\"", name);
+    rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_UNDEFINED_OBJECT,
+                  "unrecognized configuration parameter \"%s\"", name);
     free(name);
     return rc;
   }
@@ -695,7 +707,7 @@ static mr_status run_plan(sql_session *s, const sql_plan *pl, const sql_sink *si
                           sql_error *err) {
   mr_status rc = MR_OK;
   if (s->status == 'E' && pl->kind != SQL_KIND_COMMIT && pl->kind != SQL_KIND_ROLLBACK)
-    return sql_fail(err, MR_ERR_INVALID, "25P02",
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_IN_FAILED_SQL_TRANSACTION,
                     "current transaction is aborted, commands ignored until end of transaction "
                     "block");
   switch (pl->kind) {
@@ -725,7 +737,7 @@ static mr_status run_plan(sql_session *s, const sql_plan *pl, const sql_sink *si
     return run_guc_command(s, pl, sink, err);
   case SQL_KIND_DISCARD:
     if (s->status != 'I' && !s->implicit)
-      return sql_fail(err, MR_ERR_INVALID, "25001",
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_ACTIVE_SQL_TRANSACTION,
                       "DISCARD ALL cannot run inside a transaction block");
     guc_reset_all(s);
     drop_temps(s, true);
@@ -762,7 +774,9 @@ static void after_error(sql_session *s) {
 static mr_status plan(sql_session *s, const char *query, sql_plans *out, sql_error *err) {
   sql_plan_env env = {s, session_is_temp};
   mr_status rc = sql_plan_query(query, &env, out, err);
-  if (rc && err && (strcmp(err->sqlstate, "42501") == 0 || strcmp(err->sqlstate, "0A000") == 0))
+  if (rc && err &&
+      (strcmp(err->sqlstate, SQLSTATE_INSUFFICIENT_PRIVILEGE) == 0 ||
+       strcmp(err->sqlstate, SQLSTATE_FEATURE_NOT_SUPPORTED) == 0))
     fprintf(stderr, "moraine: refused (%s) from %s: %s\n", err->sqlstate, s->user, err->base.msg);
   return rc;
 }
@@ -798,7 +812,9 @@ void sql_session_reset(sql_session *s) {
   drop_temps(s, true);
 }
 
-void sql_session_cancel(sql_session *s) { duckdb_interrupt(s->con); }
+void sql_session_cancel(sql_session *s) {
+  duckdb_interrupt(s->con);
+}
 
 uint64_t sql_session_statement_timeout_ms(sql_session *s) {
   const char *v = sql_session_guc(s, "statement_timeout");
@@ -858,7 +874,7 @@ mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_o
   *out = NULL;
   sql_prepared *p = calloc(1, sizeof *p);
   if (p == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   p->s = s;
   p->sql = sql_strdup(query);
   p->kind = SQL_KIND_NOOP;
@@ -870,7 +886,7 @@ mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_o
   s->prepared = p;
   if (p->sql == NULL) {
     sql_prepared_free(p);
-    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
   mr_status rc = plan(s, query, &p->plans, err);
   if (rc) {
@@ -917,10 +933,11 @@ mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_o
     p->nparams = duckdb_nparams(p->ps);
     p->param_oids = calloc(p->nparams ? p->nparams : 1, sizeof *p->param_oids);
     if (p->param_oids == NULL)
-      rc = sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+      rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; rc == MR_OK && i < p->nparams; i++)
-      p->param_oids[i] = i < nparam_oids && param_oids[i] ? param_oids[i]
-                                                           : param_oid_of(duckdb_param_type(p->ps, i + 1));
+      p->param_oids[i] = i < nparam_oids && param_oids[i]
+                             ? param_oids[i]
+                             : param_oid_of(duckdb_param_type(p->ps, i + 1));
   }
   if (rc) {
     sql_prepared_free(p);
@@ -948,11 +965,13 @@ void sql_prepared_free(sql_prepared *p) {
   free(p);
 }
 
-size_t sql_prepared_nparams(const sql_prepared *p) { return p->nparams; }
+size_t sql_prepared_nparams(const sql_prepared *p) {
+  return p->nparams;
+}
 
-mr_status sql_prepared_describe(sql_session *s, sql_prepared *p, bool with_params,
-                                size_t nformats, const int16_t *result_formats,
-                                const sql_sink *sink, sql_error *err) {
+mr_status sql_prepared_describe(sql_session *s, sql_prepared *p, bool with_params, size_t nformats,
+                                const int16_t *result_formats, const sql_sink *sink,
+                                sql_error *err) {
   if (with_params && SQL_SINK_CALL(sink, parameter_description, p->nparams, p->param_oids))
     return lost(err);
   if (p->kind == SQL_KIND_SHOW) {
@@ -973,8 +992,8 @@ static int64_t be_int(const char *v, size_t n) {
   return x;
 }
 
-static mr_status bind_param(sql_prepared *p, duckdb_prepared_statement ps, size_t i,
-                            const char *v, size_t n, int16_t fmt, sql_error *err) {
+static mr_status bind_param(sql_prepared *p, duckdb_prepared_statement ps, size_t i, const char *v,
+                            size_t n, int16_t fmt, sql_error *err) {
   idx_t idx = i + 1;
   duckdb_state st;
   if (v == NULL) {
@@ -1006,13 +1025,14 @@ static mr_status bind_param(sql_prepared *p, duckdb_prepared_statement ps, size_
       st = duckdb_bind_varchar_length(ps, idx, v, n);
       break;
     default:
-      return sql_fail(err, MR_ERR_INVALID, "0A000",
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
                       "binary format for parameter %zu (type %u) is not supported", i + 1,
                       p->param_oids[i]);
     }
   }
   if (st != DuckDBSuccess)
-    return sql_fail(err, MR_ERR_INVALID, "22P02", "invalid value for parameter %zu", i + 1);
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_TEXT_REPRESENTATION,
+                    "invalid value for parameter %zu", i + 1);
   return MR_OK;
 }
 
@@ -1022,10 +1042,14 @@ typedef struct quiet_sink {
   const sql_sink *outer;
   char tag[64];
 } quiet_sink;
-static int quiet_rowdesc(void *c, size_t n, const sql_column *cols) { return 0; }
-static int quiet_row(void *c, size_t n, const char *const *v, const size_t *l) { return 0; }
+static int quiet_rowdesc(void *c, size_t n, const sql_column *cols) {
+  return 0;
+}
+static int quiet_row(void *c, size_t n, const char *const *v, const size_t *l) {
+  return 0;
+}
 static int quiet_complete(void *c, const char *tag) {
-  snprintf(((quiet_sink *)c)->tag, sizeof ((quiet_sink *)c)->tag, "%s", tag);
+  snprintf(((quiet_sink *)c)->tag, sizeof((quiet_sink *)c)->tag, "%s", tag);
   return 0;
 }
 
@@ -1058,15 +1082,15 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
     return rc ? rc : complete(sink, q.tag, err);
   }
   if (s->status == 'E')
-    return sql_fail(err, MR_ERR_INVALID, "25P02",
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_IN_FAILED_SQL_TRANSACTION,
                     "current transaction is aborted, commands ignored until end of transaction "
                     "block");
   if (nparams != p->nparams)
-    return sql_fail(err, MR_ERR_INVALID, "08P01",
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_PROTOCOL_VIOLATION,
                     "bind message supplies %zu parameters, but prepared statement requires %zu",
                     nparams, p->nparams);
   if (nparam_formats > 1 && nparam_formats != nparams)
-    return sql_fail(err, MR_ERR_INVALID, "08P01",
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_PROTOCOL_VIOLATION,
                     "bind message has %zu parameter formats but %zu parameters", nparam_formats,
                     nparams);
   mr_status rc = read_only_check(s, p->kind, p->sql, err);
@@ -1084,7 +1108,9 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
   duckdb_prepared_statement run = all_text && p->ps_text ? p->ps_text : p->ps;
   duckdb_clear_bindings(run);
   for (size_t i = 0; i < nparams; i++) {
-    int16_t fmt = nparam_formats == 0 ? 0 : nparam_formats == 1 ? param_formats[0] : param_formats[i];
+    int16_t fmt = nparam_formats == 0   ? 0
+                  : nparam_formats == 1 ? param_formats[0]
+                                        : param_formats[i];
     rc = bind_param(p, run, i, vals[i], lens[i], fmt, err);
     if (rc)
       return rc;
@@ -1119,7 +1145,9 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
   return rc ? rc : complete(sink, tag, err);
 }
 
-void sql_session_error_at_sync(sql_session *s) { after_error(s); }
+void sql_session_error_at_sync(sql_session *s) {
+  after_error(s);
+}
 
 mr_status sql_session_sync(sql_session *s, sql_error *err) {
   if (s->status == 'T' && s->implicit)

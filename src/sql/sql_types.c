@@ -154,7 +154,9 @@ void pg_encode_numeric(sql_strbuf *b, const char *digits, bool neg, int scale) {
     sql_strbuf_add_be16(b, (uint16_t)groups[k]);
 }
 
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint16_t rd16(const uint8_t *p) {
+  return (uint16_t)(p[0] << 8 | p[1]);
+}
 
 bool pg_decode_numeric(const uint8_t *p, size_t n, sql_strbuf *out) {
   if (n < 8)
@@ -334,8 +336,8 @@ void pg_encode_binary(sql_strbuf *b, const pg_coltype *ct, duckdb_vector vec, ui
     /* +-infinity map to PostgreSQL's; finite days shift in 64 bits so the
      * epoch change cannot overflow near the low end of the range. */
     int64_t shifted = (int64_t)d - PG_EPOCH_DAYS;
-    int32_t pg = d == INT32_MAX    ? INT32_MAX
-                 : d <= -INT32_MAX ? INT32_MIN
+    int32_t pg = d == INT32_MAX          ? INT32_MAX
+                 : d <= -INT32_MAX       ? INT32_MIN
                  : shifted <= -INT32_MAX ? -INT32_MAX
                                          : (int32_t)shifted;
     sql_strbuf_add_be32(b, 4);
@@ -421,7 +423,8 @@ bool pg_bytea_decode(const char *s, size_t n, sql_strbuf *out) {
       i++;
     } else if (i + 3 < n && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
                s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-      sql_strbuf_add_u8(out, (uint8_t)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
+      sql_strbuf_add_u8(out,
+                        (uint8_t)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
       i += 3;
     } else {
       return false;

@@ -16,58 +16,58 @@
 #include "sql/sql_util.h"
 
 /* X(oid, typname, typlen, typcategory): PostgreSQL types moraine knows. */
-#define PG_TYPE_TABLE(X)                                                                   \
-  X(16, "bool", 1, "B")                                                                    \
-  X(17, "bytea", -1, "U")                                                                  \
-  X(18, "char", 1, "Z")                                                                    \
-  X(19, "name", 64, "S")                                                                   \
-  X(20, "int8", 8, "N")                                                                    \
-  X(21, "int2", 2, "N")                                                                    \
-  X(23, "int4", 4, "N")                                                                    \
-  X(25, "text", -1, "S")                                                                   \
-  X(26, "oid", 4, "N")                                                                     \
-  X(27, "tid", 6, "U")                                                                     \
-  X(114, "json", -1, "U")                                                                  \
-  X(700, "float4", 4, "N")                                                                 \
-  X(701, "float8", 8, "N")                                                                 \
-  X(1043, "varchar", -1, "S")                                                              \
-  X(1082, "date", 4, "D")                                                                  \
-  X(1083, "time", 8, "D")                                                                  \
-  X(1114, "timestamp", 8, "D")                                                             \
-  X(1184, "timestamptz", 8, "D")                                                           \
-  X(1186, "interval", 16, "T")                                                             \
-  X(1700, "numeric", -1, "N")                                                              \
-  X(2950, "uuid", 16, "U")                                                                 \
+#define PG_TYPE_TABLE(X)                                                                           \
+  X(16, "bool", 1, "B")                                                                            \
+  X(17, "bytea", -1, "U")                                                                          \
+  X(18, "char", 1, "Z")                                                                            \
+  X(19, "name", 64, "S")                                                                           \
+  X(20, "int8", 8, "N")                                                                            \
+  X(21, "int2", 2, "N")                                                                            \
+  X(23, "int4", 4, "N")                                                                            \
+  X(25, "text", -1, "S")                                                                           \
+  X(26, "oid", 4, "N")                                                                             \
+  X(27, "tid", 6, "U")                                                                             \
+  X(114, "json", -1, "U")                                                                          \
+  X(700, "float4", 4, "N")                                                                         \
+  X(701, "float8", 8, "N")                                                                         \
+  X(1043, "varchar", -1, "S")                                                                      \
+  X(1082, "date", 4, "D")                                                                          \
+  X(1083, "time", 8, "D")                                                                          \
+  X(1114, "timestamp", 8, "D")                                                                     \
+  X(1184, "timestamptz", 8, "D")                                                                   \
+  X(1186, "interval", 16, "T")                                                                     \
+  X(1700, "numeric", -1, "N")                                                                      \
+  X(2950, "uuid", 16, "U")                                                                         \
   X(3802, "jsonb", -1, "U")
 
 /* X(duckdb type id, DuckDB's name for it in duckdb_columns(), PG OID). */
-#define PG_DUCK_TYPE_TABLE(X)                                                              \
-  X(DUCKDB_TYPE_BOOLEAN, "BOOLEAN", 16)                                                    \
-  X(DUCKDB_TYPE_TINYINT, "TINYINT", 21)                                                    \
-  X(DUCKDB_TYPE_SMALLINT, "SMALLINT", 21)                                                  \
-  X(DUCKDB_TYPE_INTEGER, "INTEGER", 23)                                                    \
-  X(DUCKDB_TYPE_BIGINT, "BIGINT", 20)                                                      \
-  X(DUCKDB_TYPE_UTINYINT, "UTINYINT", 21)                                                  \
-  X(DUCKDB_TYPE_USMALLINT, "USMALLINT", 23)                                                \
-  X(DUCKDB_TYPE_UINTEGER, "UINTEGER", 20)                                                  \
-  X(DUCKDB_TYPE_UBIGINT, "UBIGINT", 1700)                                                  \
-  X(DUCKDB_TYPE_HUGEINT, "HUGEINT", 1700)                                                  \
-  X(DUCKDB_TYPE_UHUGEINT, "UHUGEINT", 1700)                                                \
-  X(DUCKDB_TYPE_FLOAT, "FLOAT", 700)                                                       \
-  X(DUCKDB_TYPE_DOUBLE, "DOUBLE", 701)                                                     \
-  X(DUCKDB_TYPE_DECIMAL, "DECIMAL", 1700)                                                  \
-  X(DUCKDB_TYPE_VARCHAR, "VARCHAR", 1043)                                                  \
-  X(DUCKDB_TYPE_BLOB, "BLOB", 17)                                                          \
-  X(DUCKDB_TYPE_DATE, "DATE", 1082)                                                        \
-  X(DUCKDB_TYPE_TIME, "TIME", 1083)                                                        \
-  X(DUCKDB_TYPE_TIMESTAMP, "TIMESTAMP", 1114)                                              \
-  X(DUCKDB_TYPE_TIMESTAMP_TZ, "TIMESTAMP WITH TIME ZONE", 1184)                            \
-  X(DUCKDB_TYPE_INTERVAL, "INTERVAL", 1186)                                                \
+#define PG_DUCK_TYPE_TABLE(X)                                                                      \
+  X(DUCKDB_TYPE_BOOLEAN, "BOOLEAN", 16)                                                            \
+  X(DUCKDB_TYPE_TINYINT, "TINYINT", 21)                                                            \
+  X(DUCKDB_TYPE_SMALLINT, "SMALLINT", 21)                                                          \
+  X(DUCKDB_TYPE_INTEGER, "INTEGER", 23)                                                            \
+  X(DUCKDB_TYPE_BIGINT, "BIGINT", 20)                                                              \
+  X(DUCKDB_TYPE_UTINYINT, "UTINYINT", 21)                                                          \
+  X(DUCKDB_TYPE_USMALLINT, "USMALLINT", 23)                                                        \
+  X(DUCKDB_TYPE_UINTEGER, "UINTEGER", 20)                                                          \
+  X(DUCKDB_TYPE_UBIGINT, "UBIGINT", 1700)                                                          \
+  X(DUCKDB_TYPE_HUGEINT, "HUGEINT", 1700)                                                          \
+  X(DUCKDB_TYPE_UHUGEINT, "UHUGEINT", 1700)                                                        \
+  X(DUCKDB_TYPE_FLOAT, "FLOAT", 700)                                                               \
+  X(DUCKDB_TYPE_DOUBLE, "DOUBLE", 701)                                                             \
+  X(DUCKDB_TYPE_DECIMAL, "DECIMAL", 1700)                                                          \
+  X(DUCKDB_TYPE_VARCHAR, "VARCHAR", 1043)                                                          \
+  X(DUCKDB_TYPE_BLOB, "BLOB", 17)                                                                  \
+  X(DUCKDB_TYPE_DATE, "DATE", 1082)                                                                \
+  X(DUCKDB_TYPE_TIME, "TIME", 1083)                                                                \
+  X(DUCKDB_TYPE_TIMESTAMP, "TIMESTAMP", 1114)                                                      \
+  X(DUCKDB_TYPE_TIMESTAMP_TZ, "TIMESTAMP WITH TIME ZONE", 1184)                                    \
+  X(DUCKDB_TYPE_INTERVAL, "INTERVAL", 1186)                                                        \
   X(DUCKDB_TYPE_UUID, "UUID", 2950)
 
 /* DuckDB type aliases moraine registers or knows: X(alias, PG OID). */
-#define PG_DUCK_ALIAS_TABLE(X)                                                             \
-  X("PG_BYTEA", 17)                                                                        \
+#define PG_DUCK_ALIAS_TABLE(X)                                                                     \
+  X("PG_BYTEA", 17)                                                                                \
   X("JSON", 114)
 
 #define PG_OID_TEXT 25
@@ -79,14 +79,14 @@ bool pg_type_info(uint32_t oid, const char **typname, int16_t *typlen);
 /* The column's PostgreSQL description: OID, typlen, typmod. A column named
  * "ctid" holding BIGINT is a tid (see sql_rewrite). */
 typedef struct pg_coltype {
-  duckdb_type duck;   /* DuckDB physical/logical id */
+  duckdb_type duck; /* DuckDB physical/logical id */
   uint32_t oid;
   int16_t typlen;
-  int32_t typmod;     /* numeric: ((precision << 16) | scale) + 4 */
-  uint8_t dec_width;  /* DECIMAL */
+  int32_t typmod;    /* numeric: ((precision << 16) | scale) + 4 */
+  uint8_t dec_width; /* DECIMAL */
   uint8_t dec_scale;
   duckdb_type dec_internal; /* DECIMAL storage: SMALLINT/INTEGER/BIGINT/HUGEINT */
-  bool binary_ok;     /* moraine can binary-encode this column as is */
+  bool binary_ok;           /* moraine can binary-encode this column as is */
 } pg_coltype;
 
 void pg_coltype_of(duckdb_logical_type lt, const char *colname, pg_coltype *out);

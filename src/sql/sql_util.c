@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *sql_strdup(const char *s) { return s ? sql_strndup(s, strlen(s)) : NULL; }
+char *sql_strdup(const char *s) {
+  return s ? sql_strndup(s, strlen(s)) : NULL;
+}
 
 char *sql_strndup(const char *s, size_t n) {
   char *d = malloc(n + 1);
@@ -59,7 +61,9 @@ void sql_strbuf_addn(sql_strbuf *b, const void *data, size_t n) {
   b->data[b->len] = '\0';
 }
 
-void sql_strbuf_add(sql_strbuf *b, const char *s) { sql_strbuf_addn(b, s, strlen(s)); }
+void sql_strbuf_add(sql_strbuf *b, const char *s) {
+  sql_strbuf_addn(b, s, strlen(s));
+}
 
 void sql_strbuf_addf(sql_strbuf *b, const char *fmt, ...) {
   va_list ap;
@@ -76,7 +80,9 @@ void sql_strbuf_addf(sql_strbuf *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
-void sql_strbuf_add_u8(sql_strbuf *b, uint8_t v) { sql_strbuf_addn(b, &v, 1); }
+void sql_strbuf_add_u8(sql_strbuf *b, uint8_t v) {
+  sql_strbuf_addn(b, &v, 1);
+}
 
 void sql_strbuf_add_be16(sql_strbuf *b, uint16_t v) {
   uint8_t x[2] = {(uint8_t)(v >> 8), (uint8_t)v};
@@ -108,7 +114,9 @@ char *sql_strbuf_take(sql_strbuf *b) {
   return d;
 }
 
-void sql_strbuf_reset(sql_strbuf *b) { b->len = 0; }
+void sql_strbuf_reset(sql_strbuf *b) {
+  b->len = 0;
+}
 
 void sql_strbuf_free(sql_strbuf *b) {
   free(b->data);
