@@ -89,6 +89,11 @@ struct sql_session {
   char show_buf[256];
   sql_prepared *prepared; /* list, for cleanup at close */
   sql_temp *temps;        /* temporary tables this session created */
+  /* sql_session_cancel interrupts only while no_cancel is false: DuckDB's
+   * COMMIT and ROLLBACK must never be interrupted (the store may already
+   * hold the commit). Both under cancel_mu. */
+  pthread_mutex_t cancel_mu;
+  bool no_cancel;
   size_t ntemps;
 };
 

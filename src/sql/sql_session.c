@@ -231,6 +231,7 @@ mr_status sql_session_open(sql_engine *e, const char *user, const char *database
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   s->e = e;
   s->status = 'I';
+  pthread_mutex_init(&s->cancel_mu, NULL);
   s->user = sql_strdup(user ? user : "moraine");
   s->database = sql_strdup(database ? database : "moraine");
   if (!s->user || !s->database) {
@@ -266,6 +267,7 @@ void sql_session_close(sql_session *s) {
   while (s->ntemps)
     temp_forget(s, 0);
   free(s->temps);
+  pthread_mutex_destroy(&s->cancel_mu);
   free(s->user);
   free(s->database);
   free(s);
@@ -313,9 +315,22 @@ static void drop_temps(sql_session *s, bool all) {
   }
 }
 
+/* Runs a transaction end (COMMIT / ROLLBACK) that a cancel must not cut
+ * short: the store may already hold the commit DuckDB is finishing. */
+static mr_status end_txn_exec(sql_session *s, const char *sql, sql_error *err) {
+  pthread_mutex_lock(&s->cancel_mu);
+  s->no_cancel = true;
+  pthread_mutex_unlock(&s->cancel_mu);
+  mr_status rc = duck_exec(s, sql, err);
+  pthread_mutex_lock(&s->cancel_mu);
+  s->no_cancel = false;
+  pthread_mutex_unlock(&s->cancel_mu);
+  return rc;
+}
+
 static void rollback_txn(sql_session *s) {
   sql_error ignore;
-  if (duck_exec(s, "ROLLBACK", &ignore)) {
+  if (end_txn_exec(s, "ROLLBACK", &ignore)) {
     /* no open DuckDB transaction (DuckDB ended it on a failed COMMIT) */
   }
   sql_capture_clear(&s->cap);
@@ -331,7 +346,7 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
   sql_engine *e = s->e;
   mr_status rc = MR_OK;
   if (s->cap.n == 0) {
-    rc = duck_exec(s, "COMMIT", err);
+    rc = end_txn_exec(s, "COMMIT", err);
   } else {
     pthread_mutex_lock(&e->commit_lock);
     sql_changes ch = sql_capture_view(&s->cap);
@@ -355,7 +370,7 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
       }
     }
     if (rc == MR_OK) {
-      rc = duck_exec(s, "COMMIT", err);
+      rc = end_txn_exec(s, "COMMIT", err);
       if (rc == MR_OK)
         atomic_fetch_add(&e->commit_seq, 1);
       if (e->has_hooks && e->hooks.finished)
@@ -516,19 +531,24 @@ static mr_status ddl_check(sql_session *s, const sql_plan *pl, sql_error *err) {
                   d->name, (long long)d->table_id);
 }
 
+/* Runs admitted DDL; takes ownership of sql (the rewritten statement). */
 static mr_status run_ddl(sql_session *s, const sql_plan *pl, char *sql, const sql_sink *sink,
                          sql_error *err) {
   const sql_ddl *d = &pl->ddl;
   bool temp = d->kind == SQL_DDL_CREATE_TEMP ||
               (d->kind == SQL_DDL_DROP_TABLE && d->table_class == SQL_TABLE_OTHER);
   mr_status rc = ddl_check(s, pl, err);
-  if (rc)
+  if (rc) {
+    free(sql);
     return rc;
+  }
   if (d->kind == SQL_DDL_CREATE_TEMP) {
     sql_toks t;
     rc = sql_lex_scan(pl->text, &t, err);
-    if (rc)
+    if (rc) {
+      free(sql);
       return rc;
+    }
     temp_ddl_text(pl->text, &t, d->on_commit_drop, &sql);
     sql_toks_free(&t);
   }
@@ -539,6 +559,7 @@ static mr_status run_ddl(sql_session *s, const sql_plan *pl, char *sql, const sq
     rc = temp_add(s, d->name, d->on_commit_drop, err);
   if (rc == MR_OK && d->kind == SQL_DDL_DROP_TABLE && temp)
     temp_remove(s, d->name);
+  free(sql);
   return rc ? rc : complete(sink, pl->tag, err);
 }
 
@@ -813,7 +834,10 @@ void sql_session_reset(sql_session *s) {
 }
 
 void sql_session_cancel(sql_session *s) {
-  duckdb_interrupt(s->con);
+  pthread_mutex_lock(&s->cancel_mu);
+  if (!s->no_cancel)
+    duckdb_interrupt(s->con);
+  pthread_mutex_unlock(&s->cancel_mu);
 }
 
 uint64_t sql_session_statement_timeout_ms(sql_session *s) {

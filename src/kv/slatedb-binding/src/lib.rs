@@ -749,12 +749,19 @@ pub unsafe extern "C" fn sdb_write(
         let db = shared(db)?;
         let b = b.as_ref().ok_or_else(|| invalid("null batch"))?;
         let d = writer(db)?;
-        within(
-            &db.rt,
-            db.deadline,
-            "the store write",
-            d.write_with_options(b.batch.clone(), &durable_write()),
-        )?;
+        // Durable at once: the batch goes into the WAL buffer and the WAL is
+        // flushed now, instead of waiting for the flush timer's next tick.
+        let queued = WriteOptions {
+            await_durable: false,
+            ..WriteOptions::default()
+        };
+        let wal = FlushOptions {
+            flush_type: FlushType::Wal,
+        };
+        within(&db.rt, db.deadline, "the store write", async {
+            d.write_with_options(b.batch.clone(), &queued).await?;
+            d.flush_with_options(wal).await
+        })?;
         Ok(())
     })
 }
