@@ -30,6 +30,7 @@ static const char serve_usage[] =
     "usage: moraine serve [--store URL] [--listen HOST:PORT] [--password-file FILE]\n"
     "                     [--max-connections N] [--auth-timeout SECONDS]\n"
     "                     [--shutdown-timeout SECONDS] [--log-level LEVEL]\n"
+    "                     [--memory-limit SIZE]\n"
     "  --store URL           catalog store (default file://./moraine-data)\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
     "  --password-file FILE  require SCRAM-SHA-256 with the password in FILE (first line;\n"
@@ -41,7 +42,9 @@ static const char serve_usage[] =
     "  --shutdown-timeout SECONDS\n"
     "                        on SIGTERM, how long running statements may take before\n"
     "                        they are cancelled (default 10)\n"
-    "  --log-level LEVEL     error, warn, info or debug (default info)\n";
+    "  --log-level LEVEL     error, warn, info or debug (default info)\n"
+    "  --memory-limit SIZE   memory the SQL engine may use, e.g. 2GB (default: DuckDB's,\n"
+    "                        80% of RAM); a query over it fails with 53200\n";
 
 static pg_server *volatile running_server;
 static volatile sig_atomic_t fenced; /* another writer took the store over */
@@ -103,6 +106,7 @@ int cli_serve(int argc, char **argv) {
   const char *password_file = NULL;
   const char *max_conn = NULL, *auth_timeout = NULL, *shutdown_timeout = NULL;
   const char *log_level = "info";
+  const char *memory_limit = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -116,6 +120,7 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--auth-timeout") == 0     ? &auth_timeout
                         : strcmp(a, "--shutdown-timeout") == 0 ? &shutdown_timeout
                         : strcmp(a, "--log-level") == 0        ? &log_level
+                        : strcmp(a, "--memory-limit") == 0     ? &memory_limit
                                                                : NULL;
     if (slot == NULL) {
       fprintf(stderr, "moraine: serve: unknown option '%s' (see moraine serve --help)\n", a);
@@ -189,7 +194,7 @@ int cli_serve(int argc, char **argv) {
   }
   sql_engine *engine;
   sql_error serr;
-  sql_engine_options opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")"};
+  sql_engine_options opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")", memory_limit};
   if (sql_engine_open(&opts, &engine, &serr) != MR_OK) {
     fprintf(stderr, "moraine: cannot start the SQL engine: %s\n", serr.base.msg);
     (void)store_close(st, &err);

@@ -135,6 +135,7 @@ typedef struct sql_commit_hooks {
 typedef struct sql_engine_options {
   const char *database_path;  /* NULL: in-memory DuckDB (the catalog lives in RAM) */
   const char *server_version; /* reported version(), e.g. "15.0 (moraine 0.1.0)" */
+  const char *memory_limit;   /* the engine's memory limit ("2GB"), NULL: DuckDB's default */
 } sql_engine_options;
 
 /* Opens DuckDB, creates schema `public` and moraine's pg_catalog relations. */

@@ -155,6 +155,14 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   /* no downloads, no extension autoloading: the engine is self-contained */
   duckdb_set_config(cfg, "autoinstall_known_extensions", "false");
   duckdb_set_config(cfg, "autoload_known_extensions", "false");
+  if (opts && opts->memory_limit &&
+      duckdb_set_config(cfg, "memory_limit", opts->memory_limit) != DuckDBSuccess) {
+    duckdb_destroy_config(&cfg);
+    free(e->version);
+    free(e);
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_PARAMETER_VALUE,
+                    "invalid memory limit '%s' (use e.g. 512MB or 4GB)", opts->memory_limit);
+  }
   char *open_err = NULL;
   const char *path = opts && opts->database_path ? opts->database_path : NULL;
   if (duckdb_open_ext(path, &e->db, cfg, &open_err) != DuckDBSuccess) {

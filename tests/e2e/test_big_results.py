@@ -86,3 +86,46 @@ def test_simple_select_streams(tmp_path):
         assert settles(pid), "the server kept working on an abandoned result"
     finally:
         assert server.stop() == 0
+
+
+def test_memory_limit_bounds_the_engine(tmp_path):
+    """--memory-limit caps the engine: a query whose hash table would take
+    hundreds of MB runs within it (or fails with 53200), and the server keeps
+    answering."""
+    import threading
+    server = Server("--store", f"file://{tmp_path}/store", "--memory-limit", "64MB")
+    pid = server.proc.pid
+    base, peak, stop = rss_mb(pid), [0.0], [False]
+
+    def watch():
+        while not stop[0]:
+            peak[0] = max(peak[0], rss_mb(pid))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with psycopg.connect(server.dsn(), autocommit=True) as conn:
+            try:
+                got = conn.execute("SELECT count(DISTINCT s) FROM (SELECT i::VARCHAR || "
+                                   "'padding-padding-padding' AS s FROM "
+                                   "generate_series(1, 8000000) t(i)) x").fetchone()
+                assert got == (8000000,)
+            except psycopg.Error as e:
+                assert e.sqlstate == "53200", e
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        stop[0] = True
+        watcher.join()
+        assert server.stop() == 0
+    assert peak[0] - base < 250, f"RSS grew {peak[0] - base:.0f} MB under a 64MB limit"
+
+
+def test_a_bad_memory_limit_is_one_line(tmp_path):
+    import subprocess
+    import test_pg_front
+    r = subprocess.run([test_pg_front.MORAINE, "serve", "--memory-limit", "lots",
+                        "--store", f"file://{tmp_path}/s", "--listen", "127.0.0.1:0"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "invalid memory limit" in r.stderr
