@@ -139,3 +139,42 @@ def test_a_read_only_store_is_refused_at_start_in_bounded_time(small_disk, tmp_p
     assert r.returncode != 0
     lines = [line for line in r.stderr.splitlines() if line.startswith("moraine: cannot")]
     assert len(lines) == 1, r.stderr
+
+
+def start_fails(args, env=None):
+    """Runs `moraine serve ARGS`; returns (seconds, exit code, stderr)."""
+    import test_pg_front
+    t0 = time.monotonic()
+    r = subprocess.run([test_pg_front.MORAINE, "serve", "--listen", "127.0.0.1:0", *args],
+                       capture_output=True, text=True, timeout=DEADLINE_S * 3,
+                       env={**os.environ, **(env or {})})
+    return time.monotonic() - t0, r.returncode, r.stderr
+
+
+def test_a_corrupt_manifest_is_refused_at_start(tmp_path):
+    store = tmp_path / "store"
+    server = Server("--store", f"file://{store}")
+    duck = attach(server, tmp_path / "data")
+    duck.execute("CREATE TABLE lake.t (id BIGINT)")
+    duck.close()
+    assert server.stop() == 0
+    manifests = sorted((store / "manifest").iterdir())
+    assert manifests
+    for m in manifests:
+        m.write_bytes(b"\x00garbage" * 16)
+    seconds, code, err = start_fails(["--store", f"file://{store}"])
+    assert seconds < DEADLINE_S and code != 0
+    assert len([l for l in err.splitlines() if l.startswith("moraine: cannot")]) == 1, err
+
+
+def test_an_unreachable_object_store_is_refused_at_start_in_bounded_time(tmp_path):
+    import socket
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"AWS_ENDPOINT": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true",
+           "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y", "AWS_REGION": "us-east-1"}
+    seconds, code, err = start_fails(["--store", "s3://bucket/lake"], env)
+    assert seconds < DEADLINE_S, f"took {seconds:.1f} s"
+    assert code != 0
+    assert len([l for l in err.splitlines() if l.startswith("moraine: cannot")]) == 1, err
