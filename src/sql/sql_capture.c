@@ -106,7 +106,7 @@ static bool same_table(const sql_change_batch *b, int op, const char *schema, co
 }
 
 char *sql_capture_returning(duckdb_connection con, const char *schema, const char *table,
-                            sql_error *err) {
+                            size_t *ncols, sql_error *err) {
   char *qs = sql_quote_ident(schema), *qt = sql_quote_ident(table);
   sql_strbuf b = {0};
   sql_strbuf_addf(&b, "SELECT * FROM %s.%s LIMIT 0", qs ? qs : "", qt ? qt : "");
@@ -117,6 +117,7 @@ char *sql_capture_returning(duckdb_connection con, const char *schema, const cha
     sql_fail_duckdb(err, duckdb_prepare_error(ps));
   } else if (probe) {
     size_t n = duckdb_prepared_statement_column_count(ps);
+    *ncols = n;
     for (size_t i = 0; i < n; i++) {
       const char *name = duckdb_prepared_statement_column_name(ps, i);
       char *qc = sql_quote_ident(name ? name : "?");
@@ -139,6 +140,78 @@ char *sql_capture_returning(duckdb_connection con, const char *schema, const cha
   free(qs);
   free(qt);
   return out;
+}
+
+/* ---- table shapes (cached per session) ---------------------------------- */
+
+static void shape_free(sql_shape *sh) {
+  free(sh->schema);
+  free(sh->table);
+  free(sh->returning);
+  for (size_t i = 0; sh->types && i < sh->ncols; i++)
+    free(sh->types[i]);
+  free(sh->types);
+  memset(sh, 0, sizeof *sh);
+}
+
+void sql_shapes_clear(sql_shapes *cache) {
+  for (size_t i = 0; i < cache->n; i++)
+    shape_free(&cache->v[i]);
+  free(cache->v);
+  shape_free(&cache->scratch);
+  memset(cache, 0, sizeof *cache);
+}
+
+static mr_status shape_fill(sql_shape *sh, duckdb_connection con, const char *dbname,
+                            const char *schema, const char *table, sql_error *err) {
+  sh->schema = sql_strdup(schema);
+  sh->table = sql_strdup(table);
+  if (sh->schema == NULL || sh->table == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+  sh->returning = sql_capture_returning(con, schema, table, &sh->ncols, err);
+  if (sh->returning == NULL)
+    return err ? err->base.code : MR_ERR_INVALID;
+  sh->types = calloc(sh->ncols ? sh->ncols : 1, sizeof *sh->types);
+  if (sh->types == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+  return column_types(con, dbname, schema, table, sh->ncols, sh->types, err);
+}
+
+const sql_shape *sql_shape_get(sql_shapes *cache, duckdb_connection con, const char *dbname,
+                               const char *schema, const char *table, uint64_t seen_gen,
+                               uint64_t now_gen, sql_error *err) {
+  if (cache->gen != now_gen) { /* DDL ran somewhere since these were read */
+    for (size_t i = 0; i < cache->n; i++)
+      shape_free(&cache->v[i]);
+    cache->n = 0;
+    cache->gen = now_gen;
+  }
+  for (size_t i = 0; i < cache->n; i++)
+    if (strcmp(cache->v[i].table, table) == 0 && strcmp(cache->v[i].schema, schema) == 0)
+      return &cache->v[i];
+  sql_shape *sh = &cache->scratch;
+  /* a transaction that began before the latest DDL may see an older shape:
+   * it is used once, never kept */
+  if (seen_gen == now_gen) {
+    sql_shape *v = realloc(cache->v, (cache->n + 1) * sizeof *v);
+    if (v == NULL) {
+      sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+      return NULL;
+    }
+    cache->v = v;
+    sh = &cache->v[cache->n];
+  }
+  if (sh == &cache->scratch)
+    shape_free(sh);
+  else
+    memset(sh, 0, sizeof *sh); /* the new slot realloc gave */
+  if (shape_fill(sh, con, dbname, schema, table, err) != MR_OK) {
+    shape_free(sh);
+    return NULL;
+  }
+  if (sh != &cache->scratch)
+    cache->n++;
+  return sh;
 }
 
 /* Appends one chunk's rows (VARCHAR / BLOB vectors) to batch b. */
@@ -176,9 +249,9 @@ static mr_status add_chunk(sql_change_batch *b, duckdb_data_chunk chunk, sql_err
   return rc;
 }
 
-mr_status sql_capture_result(sql_capture *c, duckdb_connection con, const char *dbname, int op,
-                             const char *schema, const char *table, duckdb_result *r,
+mr_status sql_capture_result(sql_capture *c, const sql_shape *shape, int op, duckdb_result *r,
                              uint64_t *count, sql_error *err) {
+  const char *schema = shape->schema, *table = shape->table;
   *count = 0;
   size_t ncols = duckdb_column_count(r);
   sql_change_batch *b = NULL;
@@ -210,8 +283,11 @@ mr_status sql_capture_result(sql_capture *c, duckdb_connection con, const char *
           if (names[i] == NULL)
             rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
         }
-        if (rc == MR_OK)
-          rc = column_types(con, dbname, schema, table, ncols, types, err);
+        for (size_t i = 0; rc == MR_OK && i < ncols; i++) {
+          types[i] = sql_strdup(i < shape->ncols ? shape->types[i] : "VARCHAR");
+          if (types[i] == NULL)
+            rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+        }
       }
     }
     if (rc == MR_OK) {

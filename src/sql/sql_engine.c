@@ -239,6 +239,7 @@ mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) {
   pthread_mutex_lock(&e->admin_lock);
   rc = exec_on(e->admin, rewritten, err);
   pthread_mutex_unlock(&e->admin_lock);
+  atomic_fetch_add(&e->ddl_gen, 1); /* it may have created or dropped a table */
   free(rewritten);
   return rc;
 }

@@ -35,6 +35,9 @@ struct sql_engine {
   /* commits with changes completed: written under commit_lock, read
    * without it, so a transaction's begin never waits on a store write */
   _Atomic uint64_t commit_seq;
+  /* bumped by every DDL a session runs and every commit that held DDL:
+   * cached table shapes (sql_shapes) are kept only while it stays put */
+  _Atomic uint64_t ddl_gen;
   char *dbname;          /* DuckDB database holding the catalog tables */
   char *search_path_sql; /* SET search_path = ... for every connection */
   char *version;         /* "15.0 (moraine x.y.z)" */
@@ -50,13 +53,38 @@ typedef struct sql_capture {
 
 void sql_capture_clear(sql_capture *c);
 /* The RETURNING list moraine appends to a DML statement on schema.table:
- * every column, as VARCHAR (BLOB-backed columns raw). Caller frees. */
+ * every column, as VARCHAR (BLOB-backed columns raw); *ncols gets the
+ * column count. Caller frees. */
 char *sql_capture_returning(duckdb_connection con, const char *schema, const char *table,
-                            sql_error *err);
-/* Rows of the result of a DML statement run with that RETURNING list;
- * *count gets the number of rows changed. */
-mr_status sql_capture_result(sql_capture *c, duckdb_connection con, const char *dbname, int op,
-                             const char *schema, const char *table, duckdb_result *r,
+                            size_t *ncols, sql_error *err);
+
+/* What capture needs of a table: its RETURNING list and column types. */
+typedef struct sql_shape {
+  char *schema, *table, *returning;
+  size_t ncols;
+  char **types; /* DuckDB type names, in column order */
+} sql_shape;
+
+/* A session's shapes, kept while the engine's DDL generation is `gen`:
+ * tables change only by DDL, so a DML statement needs no catalog lookups. */
+typedef struct sql_shapes {
+  sql_shape *v;
+  size_t n;
+  uint64_t gen;
+  sql_shape scratch; /* a shape read by a transaction older than the last DDL */
+} sql_shapes;
+
+/* The shape of schema.table as con sees it. seen_gen: the engine's DDL
+ * generation when the session's transaction began; now_gen: its value now.
+ * Valid until the next call on cache; NULL on error. */
+const sql_shape *sql_shape_get(sql_shapes *cache, duckdb_connection con, const char *dbname,
+                               const char *schema, const char *table, uint64_t seen_gen,
+                               uint64_t now_gen, sql_error *err);
+void sql_shapes_clear(sql_shapes *cache);
+
+/* Rows of the result of a DML statement on shape's table run with its
+ * RETURNING list; *count gets the number of rows changed. */
+mr_status sql_capture_result(sql_capture *c, const sql_shape *shape, int op, duckdb_result *r,
                              uint64_t *count, sql_error *err) MR_MUST_CHECK;
 mr_status sql_capture_ddl(sql_capture *c, const char *sql, sql_error *err) MR_MUST_CHECK;
 sql_changes sql_capture_view(const sql_capture *c);
@@ -89,6 +117,9 @@ struct sql_session {
   char show_buf[256];
   sql_prepared *prepared; /* list, for cleanup at close */
   sql_temp *temps;        /* temporary tables this session created */
+  sql_shapes shapes;      /* capture shapes of the tables it wrote */
+  uint64_t begin_ddl_gen; /* engine ddl_gen when the open transaction began */
+  bool txn_ddl;           /* the open transaction ran DDL */
   /* sql_session_cancel interrupts only while no_cancel is false: DuckDB's
    * COMMIT and ROLLBACK must never be interrupted (the store may already
    * hold the commit). Both under cancel_mu. */

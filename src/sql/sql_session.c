@@ -267,6 +267,7 @@ void sql_session_close(sql_session *s) {
   while (s->ntemps)
     temp_forget(s, 0);
   free(s->temps);
+  sql_shapes_clear(&s->shapes);
   pthread_mutex_destroy(&s->cancel_mu);
   free(s->user);
   free(s->database);
@@ -283,6 +284,8 @@ static mr_status begin_txn(sql_session *s, bool implicit, sql_error *err) {
   /* read before DuckDB's BEGIN: a commit landing in between only makes
    * this transaction's conflict check stricter, never looser */
   s->begin_seq = atomic_load(&s->e->commit_seq);
+  s->begin_ddl_gen = atomic_load(&s->e->ddl_gen);
+  s->txn_ddl = false;
   mr_status rc = duck_exec(s, "BEGIN TRANSACTION", err);
   if (rc)
     return rc;
@@ -315,6 +318,14 @@ static void drop_temps(sql_session *s, bool all) {
   }
 }
 
+/* After a transaction that ran DDL ends, every session's cached table shapes
+ * are stale (sql_shapes). */
+static void ddl_settled(sql_session *s) {
+  if (s->txn_ddl)
+    atomic_fetch_add(&s->e->ddl_gen, 1);
+  s->txn_ddl = false;
+}
+
 /* Runs a transaction end (COMMIT / ROLLBACK) that a cancel must not cut
  * short: the store may already hold the commit DuckDB is finishing. */
 static mr_status end_txn_exec(sql_session *s, const char *sql, sql_error *err) {
@@ -333,6 +344,7 @@ static void rollback_txn(sql_session *s) {
   if (end_txn_exec(s, "ROLLBACK", &ignore)) {
     /* no open DuckDB transaction (DuckDB ended it on a failed COMMIT) */
   }
+  ddl_settled(s);
   sql_capture_clear(&s->cap);
   s->status = 'I';
   s->implicit = false;
@@ -382,6 +394,7 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
     rollback_txn(s);
     return rc;
   }
+  ddl_settled(s);
   sql_capture_clear(&s->cap);
   s->status = 'I';
   s->implicit = false;
@@ -396,15 +409,19 @@ static const char *dml_tag(int op) {
   return op == SQL_CHANGE_INSERT ? "INSERT 0" : op == SQL_CHANGE_UPDATE ? "UPDATE" : "DELETE";
 }
 
-/* sql + "RETURNING <every column as text>" (sql_capture_returning). */
+static const sql_shape *shape_of(sql_session *s, const sql_dml_target *d, sql_error *err) {
+  return sql_shape_get(&s->shapes, s->con, s->e->dbname, d->schema ? d->schema : "public", d->table,
+                       s->begin_ddl_gen, atomic_load(&s->e->ddl_gen), err);
+}
+
+/* sql + "RETURNING <every column as text>" (the table's shape). */
 static char *with_returning(sql_session *s, const char *sql, const sql_dml_target *d,
                             sql_error *err) {
-  char *ret = sql_capture_returning(s->con, d->schema ? d->schema : "public", d->table, err);
-  if (ret == NULL)
+  const sql_shape *sh = shape_of(s, d, err);
+  if (sh == NULL)
     return NULL;
   sql_strbuf b = {0};
-  sql_strbuf_addf(&b, "%s\nRETURNING %s", sql, ret);
-  free(ret);
+  sql_strbuf_addf(&b, "%s\nRETURNING %s", sql, sh->returning);
   char *full = sql_strbuf_take(&b);
   if (full == NULL)
     sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
@@ -433,8 +450,9 @@ mr_status sql_run_dml(sql_session *s, const char *sql, const sql_dml_target *d, 
   if (duckdb_query(s->con, full, &r) != DuckDBSuccess) {
     rc = sql_fail_duckdb(err, duckdb_result_error(&r));
   } else {
-    rc = sql_capture_result(&s->cap, s->con, s->e->dbname, d->op, d->schema ? d->schema : "public",
-                            d->table, &r, count, err);
+    const sql_shape *sh = shape_of(s, d, err); /* cached by with_returning */
+    rc = sh ? sql_capture_result(&s->cap, sh, d->op, &r, count, err)
+            : (err ? err->base.code : MR_ERR_INVALID);
   }
   duckdb_destroy_result(&r);
   free(full);
@@ -553,6 +571,10 @@ static mr_status run_ddl(sql_session *s, const sql_plan *pl, char *sql, const sq
     sql_toks_free(&t);
   }
   rc = duck_exec(s, sql, err);
+  if (rc == MR_OK) {
+    s->txn_ddl = true;
+    atomic_fetch_add(&s->e->ddl_gen, 1);
+  }
   if (rc == MR_OK && !temp)
     rc = sql_capture_ddl(&s->cap, sql, err);
   if (rc == MR_OK && d->kind == SQL_DDL_CREATE_TEMP)
@@ -1154,8 +1176,9 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
   const sql_dml_target *dml = &p->plans.v[0].dml;
   if (p->capture) {
     uint64_t n = 0;
-    rc = sql_capture_result(&s->cap, s->con, s->e->dbname, dml->op,
-                            dml->schema ? dml->schema : "public", dml->table, &r, &n, err);
+    const sql_shape *sh = shape_of(s, dml, err);
+    rc = sh ? sql_capture_result(&s->cap, sh, dml->op, &r, &n, err)
+            : (err ? err->base.code : MR_ERR_INVALID);
     snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(dml->op), n);
   } else {
     uint64_t n = 0;
