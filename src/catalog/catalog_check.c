@@ -108,10 +108,12 @@ static void sb_add_type(sbuf *b, const char *type) {
     }
     bool start = p == type || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||
                                 (p[-1] >= 'A' && p[-1] <= 'Z') || (p[-1] >= '0' && p[-1] <= '9'));
-    char after = p[5];
+    /* p[5] is read only once the five letters matched (so p[5] exists) */
+    bool word = start && strncasecmp(p, "FLOAT", 5) == 0;
+    char after = word ? p[5] : '\0';
     bool end = !(after == '_' || (after >= 'a' && after <= 'z') || (after >= 'A' && after <= 'Z') ||
                  (after >= '0' && after <= '9'));
-    if (start && strncasecmp(p, "FLOAT", 5) == 0 && end) {
+    if (word && end) {
       sb_add(b, "REAL");
       p += 5;
       continue;
