@@ -256,7 +256,10 @@ static void accept_one(pg_server *s) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 1 << 20);
+  /* 16 MiB of address space (pages are committed only when touched): the
+   * SQL parser recurses once per level of a statement's tree, and the
+   * planner admits up to PLAN_MAX_NESTING levels (sql_plan.c) */
+  pthread_attr_setstacksize(&attr, 16 << 20);
   pthread_t th;
   int rc = pthread_create(&th, &attr, conn_thread, cs);
   pthread_attr_destroy(&attr);

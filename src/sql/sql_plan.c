@@ -23,6 +23,11 @@
 /* Deeper trees are refused (54001) before the walk could exhaust a stack. */
 #define PLAN_MAX_DEPTH 1500
 
+/* The parse tree's depth as the tokens bound it, before anything recursive
+ * (libpg_query's output, protobuf-c's unpack, the walk) sees the string:
+ * about 1 KiB of stack per level there, and a connection thread has 16 MiB. */
+#define PLAN_MAX_NESTING 2500
+
 typedef struct planner {
   const sql_plan_env *env;
   sql_error *err;
@@ -579,10 +584,54 @@ static char *statement_text(const char *query, int loc, int len) {
   return sql_strndup(query + from, to - from);
 }
 
+/* A bound on how deep the parse tree of sql can be, from its tokens alone:
+ * the bracket depth plus, at every open level, the operator-like tokens
+ * since its last comma (a chain `1+1+1...` nests one node per operator).
+ * Identifiers, constants, commas, AND and OR (which PostgreSQL's grammar
+ * flattens into one list) add nothing, so long VALUES lists and IN lists
+ * stay flat however long they are. */
+static size_t nesting_bound(const char *sql, const sql_toks *t) {
+  size_t depth = 0, sum = 0, worst = 0;
+  size_t counts[PLAN_MAX_NESTING + 2];
+  counts[0] = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    int k = t->v[i].kind;
+    if (k == '(' || k == '[') {
+      if (depth + 1 > PLAN_MAX_NESTING)
+        return depth + 1;
+      counts[++depth] = 0;
+    } else if ((k == ')' || k == ']') && depth > 0) {
+      sum -= counts[depth--];
+    } else if (k == ',' || k == ';') {
+      sum -= counts[depth];
+      counts[depth] = 0;
+    } else if (k != PG_QUERY__TOKEN__IDENT && k != PG_QUERY__TOKEN__SCONST &&
+               k != PG_QUERY__TOKEN__USCONST && k != PG_QUERY__TOKEN__ICONST &&
+               k != PG_QUERY__TOKEN__FCONST && k != PG_QUERY__TOKEN__BCONST &&
+               k != PG_QUERY__TOKEN__XCONST && k != PG_QUERY__TOKEN__PARAM &&
+               !sql_tok_is(sql, t, i, "and") && !sql_tok_is(sql, t, i, "or")) {
+      counts[depth]++;
+      sum++;
+    }
+    if (depth + sum > worst)
+      worst = depth + sum;
+  }
+  return worst;
+}
+
 mr_status sql_plan_query(const char *query, const sql_plan_env *env, sql_plans *out,
                          sql_error *err) {
   out->v = NULL;
   out->n = 0;
+  sql_toks toks;
+  mr_status trc = sql_lex_scan(query, &toks, err);
+  if (trc)
+    return trc;
+  size_t nesting = nesting_bound(query, &toks);
+  sql_toks_free(&toks);
+  if (nesting > PLAN_MAX_NESTING)
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_STATEMENT_TOO_COMPLEX,
+                    "statement is too deeply nested (more than %d levels)", PLAN_MAX_NESTING);
   PgQueryProtobufParseResult res = pg_query_parse_protobuf(query);
   if (res.error) {
     mr_status rc =

@@ -96,6 +96,11 @@ ATTACKS = [
     ("EXPLAIN SELECT 1", "0A000"),
     # one refused statement refuses the whole string: nothing runs
     ("SELECT 1; SELECT * FROM read_text('{F}')", "42501"),
+    # trees deep enough to exhaust a stack are refused before anything parses
+    ("SELECT " + "1+(" * 5000 + "1" + ")" * 5000, "54001"),
+    ("SELECT " + "1+" * 200000 + "1", "54001"),
+    ("SELECT 1" + "::int" * 50000, "54001"),
+    ("SELECT " + "(" * 9000 + "1" + ")" * 9000, "54001"),
 ]
 
 
