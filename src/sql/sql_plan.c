@@ -368,6 +368,11 @@ static mr_status plan_create(planner *p, const PgQuery__CreateStmt *c, sql_plan 
       return refuse(p, "a temporary table outside the temporary schema");
     if (sql_admit_relation(NULL, d->name) != SQL_REL_REFUSED)
       return refuse(p, "a temporary table that shadows a catalog or pg_catalog relation");
+    /* letters, digits, '_' and '-' (the postgres extension's
+     * update_data_<uuid>): never a name DuckDB could take for a file */
+    for (const char *ch = d->name; *ch; ch++)
+      if (!isalnum((unsigned char)*ch) && *ch != '_' && *ch != '-')
+        return refuse(p, "a temporary table whose name is not letters, digits, '_' or '-'");
     return MR_OK;
   }
   if (c->oncommit != PG_QUERY__ON_COMMIT_ACTION__ONCOMMIT_NOOP &&

@@ -175,6 +175,7 @@ static void refuses_attacks(void **state) {
       {"CREATE FUNCTION f() RETURNS int AS 'select 1' LANGUAGE sql", "42501"},
       {"CREATE TEMP TABLE ducklake_snapshot (a INT)", "42501"},
       {"CREATE TEMP TABLE pg_class (a INT)", "42501"},
+      {"CREATE TEMP TABLE \"x.csv\" (a INT)", "42501"},
       {"SELECT 1 INTO evil", "42501"},
       {"WITH d AS (DELETE FROM ducklake_snapshot RETURNING *) SELECT * FROM d", "0A000"},
       {"INSERT INTO ducklake_tag VALUES (1) ON CONFLICT DO NOTHING", "0A000"},
