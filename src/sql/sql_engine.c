@@ -97,7 +97,7 @@ mr_status sql_fail_duckdb(sql_error *err, const char *msg) {
   return sql_fail(err, MR_ERR_INVALID, state, "%s", msg);
 }
 
-static mr_status exec_on(duckdb_connection con, const char *sql, sql_error *err) {
+mr_status sql_exec(duckdb_connection con, const char *sql, sql_error *err) {
   duckdb_result r;
   mr_status rc = MR_OK;
   if (duckdb_query(con, sql, &r) != DuckDBSuccess)
@@ -130,7 +130,7 @@ static mr_status engine_lock_down(duckdb_connection con, sql_error *err) {
       "SET lock_configuration = true",
   };
   for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
-    mr_status rc = exec_on(con, steps[i], err);
+    mr_status rc = sql_exec(con, steps[i], err);
     if (rc)
       return rc;
   }
@@ -184,7 +184,7 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
     sql_engine_close(e);
     return sql_fail(err, MR_ERR_IO, SQLSTATE_INTERNAL_ERROR, "cannot read DuckDB's database name");
   }
-  rc = exec_on(e->admin, "CREATE SCHEMA IF NOT EXISTS public", err);
+  rc = sql_exec(e->admin, "CREATE SCHEMA IF NOT EXISTS public", err);
   if (rc == MR_OK)
     rc = sql_pgcatalog_install(e->admin, e->dbname, e->version, err);
   if (rc == MR_OK) {
@@ -193,7 +193,7 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
       rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
   if (rc == MR_OK)
-    rc = exec_on(e->admin, e->search_path_sql, err);
+    rc = sql_exec(e->admin, e->search_path_sql, err);
   if (rc == MR_OK)
     rc = engine_lock_down(e->admin, err);
   if (rc) {
@@ -237,7 +237,7 @@ mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) {
   if (rc)
     return rc;
   pthread_mutex_lock(&e->admin_lock);
-  rc = exec_on(e->admin, rewritten, err);
+  rc = sql_exec(e->admin, rewritten, err);
   pthread_mutex_unlock(&e->admin_lock);
   atomic_fetch_add(&e->ddl_gen, 1); /* it may have created or dropped a table */
   free(rewritten);

@@ -143,6 +143,9 @@ struct sql_prepared {
   uint32_t *param_oids;
 };
 
+/* Runs sql on con, discarding any result (sql_engine.c). */
+mr_status sql_exec(duckdb_connection con, const char *sql, sql_error *err) MR_MUST_CHECK;
+
 /* Maps a DuckDB error message onto SQLSTATE + message. */
 mr_status sql_fail_duckdb(sql_error *err, const char *msg);
 

@@ -50,15 +50,6 @@ static mr_status oom(sql_error *err) {
   return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
 }
 
-static mr_status run(duckdb_connection con, const char *sql, sql_error *err) {
-  duckdb_result r;
-  mr_status rc = MR_OK;
-  if (duckdb_query(con, sql, &r) != DuckDBSuccess)
-    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
-  duckdb_destroy_result(&r);
-  return rc;
-}
-
 /* The target's columns: BLOB-ness from the bound types (pg_bytea is an
  * alias of BLOB), names and type spellings from DESCRIBE (cheap: it binds
  * this one table, whatever the number of tables). */
@@ -135,7 +126,7 @@ static mr_status create_stage(duckdb_connection con, const load_col *cols, size_
     sql_strbuf_addf(&b, "%sc%zu %s", i ? ", " : "", i, cols[i].blob ? "BLOB" : "VARCHAR");
   sql_strbuf_add(&b, ")");
   char *sql = sql_strbuf_take(&b);
-  mr_status rc = sql ? run(con, sql, err) : oom(err);
+  mr_status rc = sql ? sql_exec(con, sql, err) : oom(err);
   free(sql);
   return rc;
 }
@@ -228,7 +219,7 @@ static mr_status move_rows(duckdb_connection con, const char *target, const load
   char *sql = sql_strbuf_take(&b);
   if (sql == NULL)
     return oom(err);
-  mr_status rc = run(con, sql, err);
+  mr_status rc = sql_exec(con, sql, err);
   free(sql);
   if (rc && err)
     name_culprit(con, target, cols, n, err);
@@ -264,7 +255,7 @@ mr_status sql_engine_load_rows(sql_engine *e, const char *schema, const char *ta
     if (rc == MR_OK)
       rc = move_rows(e->admin, target, cols, n, err);
     sql_error ignore;
-    if (run(e->admin, "DROP TABLE IF EXISTS " STAGE, &ignore) != MR_OK) {
+    if (sql_exec(e->admin, "DROP TABLE IF EXISTS " STAGE, &ignore) != MR_OK) {
       /* the next call replaces it anyway */
     }
   }

@@ -80,12 +80,7 @@ static mr_status complete(const sql_sink *sink, const char *tag, sql_error *err)
 }
 
 static mr_status duck_exec(sql_session *s, const char *sql, sql_error *err) {
-  duckdb_result r;
-  mr_status rc = MR_OK;
-  if (duckdb_query(s->con, sql, &r) != DuckDBSuccess)
-    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
-  duckdb_destroy_result(&r);
-  return rc;
+  return sql_exec(s->con, sql, err);
 }
 
 /* ---- GUCs --------------------------------------------------------------- */
