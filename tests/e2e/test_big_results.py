@@ -23,6 +23,32 @@ def rss_mb(pid):
     raise AssertionError("no VmRSS")
 
 
+class PeakRss:
+    """Samples a process's RSS every 50 ms while in the `with` block."""
+
+    def __init__(self, pid):
+        import threading
+        self.pid, self.base, self.peak, self.stop = pid, rss_mb(pid), rss_mb(pid), False
+        self.thread = threading.Thread(target=self._watch)
+
+    def _watch(self):
+        while not self.stop:
+            self.peak = max(self.peak, rss_mb(self.pid))
+            time.sleep(0.05)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop = True
+        self.thread.join()
+
+    @property
+    def growth(self):
+        return self.peak - self.base
+
+
 def cpu_ticks(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -44,20 +70,17 @@ def test_binary_copy_streams_and_stops_when_abandoned(tmp_path):
     server = Server("--store", f"file://{tmp_path}/store")
     pid = server.proc.pid
     try:
-        base = rss_mb(pid)
-        peak = base
         conn = psycopg.connect(server.dsn(), autocommit=True)
-        with conn.cursor() as cur:
+        with PeakRss(pid) as rss, conn.cursor() as cur:
             with cur.copy(f"COPY (SELECT i, 'row ' || i AS v FROM generate_series(1, {ROWS}) "
                           f"t(i)) TO STDOUT (FORMAT binary)") as copy:
                 got = 0
                 for block in copy:
                     got += len(block)
-                    peak = max(peak, rss_mb(pid))
                     if got > 32 << 20:  # 32 MiB of the result, then walk away
                         break
         conn.pgconn.finish()  # the client disappears mid-result
-        assert peak - base < GROWTH_LIMIT_MB, f"RSS grew {peak - base:.0f} MB"
+        assert rss.growth < GROWTH_LIMIT_MB, f"RSS grew {rss.growth:.0f} MB"
         assert settles(pid), "the server kept working on an abandoned result"
         with psycopg.connect(server.dsn(), autocommit=True) as again:
             assert again.execute("SELECT 1").fetchone() == (1,)
@@ -69,20 +92,17 @@ def test_simple_select_streams(tmp_path):
     server = Server("--store", f"file://{tmp_path}/store")
     pid = server.proc.pid
     try:
-        base = rss_mb(pid)
-        peak = base
         conn = psycopg.connect(server.dsn(), autocommit=True)
-        n = 0
-        for _ in conn.cursor().stream(f"SELECT i, i * 0.5 AS half, DATE '2000-01-01' + "
-                                      f"CAST(i % 1000 AS INTEGER) AS d FROM "
-                                      f"generate_series(1, {ROWS}) t(i)"):
-            n += 1
-            if n % 10000 == 0:
-                peak = max(peak, rss_mb(pid))
-            if n >= 200_000:
-                break
+        with PeakRss(pid) as rss:
+            n = 0
+            for _ in conn.cursor().stream(f"SELECT i, i * 0.5 AS half, DATE '2000-01-01' + "
+                                          f"CAST(i % 1000 AS INTEGER) AS d FROM "
+                                          f"generate_series(1, {ROWS}) t(i)"):
+                n += 1
+                if n >= 200_000:
+                    break
         conn.pgconn.finish()
-        assert peak - base < GROWTH_LIMIT_MB, f"RSS grew {peak - base:.0f} MB"
+        assert rss.growth < GROWTH_LIMIT_MB, f"RSS grew {rss.growth:.0f} MB"
         assert settles(pid), "the server kept working on an abandoned result"
     finally:
         assert server.stop() == 0
@@ -92,20 +112,10 @@ def test_memory_limit_bounds_the_engine(tmp_path):
     """--memory-limit caps the engine: a query whose hash table would take
     hundreds of MB runs within it (or fails with 53200), and the server keeps
     answering."""
-    import threading
     server = Server("--store", f"file://{tmp_path}/store", "--memory-limit", "64MB")
-    pid = server.proc.pid
-    base, peak, stop = rss_mb(pid), [0.0], [False]
-
-    def watch():
-        while not stop[0]:
-            peak[0] = max(peak[0], rss_mb(pid))
-            time.sleep(0.05)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
     try:
-        with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        with PeakRss(server.proc.pid) as rss, \
+                psycopg.connect(server.dsn(), autocommit=True) as conn:
             try:
                 got = conn.execute("SELECT count(DISTINCT s) FROM (SELECT i::VARCHAR || "
                                    "'padding-padding-padding' AS s FROM "
@@ -115,10 +125,8 @@ def test_memory_limit_bounds_the_engine(tmp_path):
                 assert e.sqlstate == "53200", e
             assert conn.execute("SELECT 1").fetchone() == (1,)
     finally:
-        stop[0] = True
-        watcher.join()
         assert server.stop() == 0
-    assert peak[0] - base < 250, f"RSS grew {peak[0] - base:.0f} MB under a 64MB limit"
+    assert rss.growth < 250, f"RSS grew {rss.growth:.0f} MB under a 64MB limit"
 
 
 def test_a_bad_memory_limit_is_one_line(tmp_path):

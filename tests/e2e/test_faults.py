@@ -5,9 +5,9 @@ bounded time, reads must go on, and no acknowledged commit may be lost.
 The full-disk test mounts a small tmpfs (it needs root; it is skipped with
 the reason otherwise). The binary is MORAINE_BIN.
 """
+import concurrent.futures
 import os
 import subprocess
-import time
 
 import psycopg
 import pytest
@@ -16,6 +16,18 @@ from conftest import connect
 from test_pg_front import Server
 
 DEADLINE_S = 30  # the store write deadline is 10 s; generous for a slow CI
+
+
+def bounded(fn, what):
+    """fn() in a thread; a fault that hangs instead of failing fails the test
+    (the bound is the point, not the speed)."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(fn).result(timeout=DEADLINE_S)
+    except concurrent.futures.TimeoutError:
+        raise AssertionError(f"{what} still had no answer after {DEADLINE_S} s") from None
+    finally:
+        pool.shutdown(wait=False)
 
 
 @pytest.fixture
@@ -64,24 +76,30 @@ def test_full_disk_fails_in_bounded_time_reads_go_on_nothing_lost(small_disk, tm
             acked.append(i)
         filler = fill(small_disk)
         # a commit on the full disk: a clear error within the deadline
-        t0 = time.monotonic()
-        with psycopg.connect(server.dsn(), autocommit=True) as conn:
-            with pytest.raises(psycopg.Error) as failed:
-                conn.execute("INSERT INTO ducklake_metadata VALUES ('k', 'v', NULL, NULL)")
-        elapsed = time.monotonic() - t0
-        assert elapsed < DEADLINE_S, f"the failing commit took {elapsed:.1f} s"
-        assert failed.value.sqlstate in ("53100", "57P03", "58030"), failed.value
+        def failing_commit():
+            with psycopg.connect(server.dsn(), autocommit=True) as conn:
+                try:
+                    conn.execute("INSERT INTO ducklake_metadata VALUES ('k', 'v', NULL, NULL)")
+                except psycopg.Error as e:
+                    return e
+            return None
+        failed = bounded(failing_commit, "a commit on a full disk")
+        assert failed is not None, "the commit on a full disk succeeded"
+        assert failed.sqlstate in ("53100", "57P03", "58030"), failed
         # reads go on, on a new connection too
         with psycopg.connect(server.dsn(), autocommit=True, connect_timeout=10) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
             assert conn.execute("SELECT count(*) FROM ducklake_snapshot").fetchone()[0] >= 6
         assert sorted(r[0] for r in duck.execute("SELECT id FROM lake.t").fetchall()) == acked
         # later writes are refused at once, with the reason
-        t0 = time.monotonic()
-        with pytest.raises(Exception) as refused:
-            duck.execute("INSERT INTO lake.t VALUES (99)")
-        assert time.monotonic() - t0 < DEADLINE_S
-        assert "store" in str(refused.value)
+        def later_write():
+            try:
+                duck.execute("INSERT INTO lake.t VALUES (99)")
+            except Exception as e:
+                return e
+            return None
+        refused = bounded(later_write, "a write after the store failed")
+        assert refused is not None and "store" in str(refused)
         duck.close()
         filler.unlink()
     finally:
@@ -130,25 +148,20 @@ def test_a_read_only_store_is_refused_at_start_in_bounded_time(small_disk, tmp_p
     duck.close()
     assert server.stop() == 0
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
-    import test_pg_front
-    t0 = time.monotonic()
-    r = subprocess.run([test_pg_front.MORAINE, "serve", "--store", f"file://{store}",
-                        "--listen", "127.0.0.1:0"], capture_output=True, text=True,
-                       timeout=DEADLINE_S * 2)
-    assert time.monotonic() - t0 < DEADLINE_S
-    assert r.returncode != 0
-    lines = [line for line in r.stderr.splitlines() if line.startswith("moraine: cannot")]
-    assert len(lines) == 1, r.stderr
+    code, err = start_fails(["--store", f"file://{store}"])
+    assert code != 0
+    lines = [line for line in err.splitlines() if line.startswith("moraine: cannot")]
+    assert len(lines) == 1, err
 
 
 def start_fails(args, env=None):
-    """Runs `moraine serve ARGS`; returns (seconds, exit code, stderr)."""
+    """Runs `moraine serve ARGS`, which must exit within the bound (a hang
+    fails the test); returns (exit code, stderr)."""
     import test_pg_front
-    t0 = time.monotonic()
     r = subprocess.run([test_pg_front.MORAINE, "serve", "--listen", "127.0.0.1:0", *args],
-                       capture_output=True, text=True, timeout=DEADLINE_S * 3,
+                       capture_output=True, text=True, timeout=DEADLINE_S,
                        env={**os.environ, **(env or {})})
-    return time.monotonic() - t0, r.returncode, r.stderr
+    return r.returncode, r.stderr
 
 
 def test_a_corrupt_manifest_is_refused_at_start(tmp_path):
@@ -162,8 +175,8 @@ def test_a_corrupt_manifest_is_refused_at_start(tmp_path):
     assert manifests
     for m in manifests:
         m.write_bytes(b"\x00garbage" * 16)
-    seconds, code, err = start_fails(["--store", f"file://{store}"])
-    assert seconds < DEADLINE_S and code != 0
+    code, err = start_fails(["--store", f"file://{store}"])
+    assert code != 0
     assert len([l for l in err.splitlines() if l.startswith("moraine: cannot")]) == 1, err
 
 
@@ -174,7 +187,6 @@ def test_an_unreachable_object_store_is_refused_at_start_in_bounded_time(tmp_pat
         port = s.getsockname()[1]
     env = {"AWS_ENDPOINT": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true",
            "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y", "AWS_REGION": "us-east-1"}
-    seconds, code, err = start_fails(["--store", "s3://bucket/lake"], env)
-    assert seconds < DEADLINE_S, f"took {seconds:.1f} s"
+    code, err = start_fails(["--store", "s3://bucket/lake"], env)
     assert code != 0
     assert len([l for l in err.splitlines() if l.startswith("moraine: cannot")]) == 1, err
