@@ -64,3 +64,12 @@ def test_sixteen_writer_processes(tmp_path):
         duck.close()
     finally:
         assert server.stop() == 0
+    # the store holding all of it starts again and answers the same
+    again = Server("--store", f"file://{tmp_path}/store")
+    try:
+        duck = connect()
+        duck.execute(f"ATTACH 'ducklake:postgres:{again.dsn()}' AS lake (DATA_PATH '{data}/')")
+        assert dict(duck.execute("SELECT id, count(*) FROM lake.t GROUP BY id").fetchall()) == counts
+        duck.close()
+    finally:
+        assert again.stop() == 0
