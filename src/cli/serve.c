@@ -30,7 +30,8 @@ static const char serve_usage[] =
     "usage: moraine serve [--store URL] [--listen HOST:PORT] [--password-file FILE]\n"
     "                     [--max-connections N] [--auth-timeout SECONDS]\n"
     "                     [--shutdown-timeout SECONDS] [--log-level LEVEL]\n"
-    "                     [--memory-limit SIZE]\n"
+    "                     [--memory-limit SIZE] [--engine-threads N]\n"
+    "                     [--log-min-duration MS]\n"
     "  --store URL           catalog store (default file://./moraine-data)\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
     "  --password-file FILE  require SCRAM-SHA-256 with the password in FILE (first line;\n"
@@ -44,7 +45,11 @@ static const char serve_usage[] =
     "                        they are cancelled (default 10)\n"
     "  --log-level LEVEL     error, warn, info or debug (default info)\n"
     "  --memory-limit SIZE   memory the SQL engine may use, e.g. 2GB (default: DuckDB's,\n"
-    "                        80% of RAM); a query over it fails with 53200\n";
+    "                        80% of RAM); a query over it fails with 53200\n"
+    "  --engine-threads N    threads one query may use in the SQL engine (default 1:\n"
+    "                        catalog queries are small; sessions run in parallel)\n"
+    "  --log-min-duration MS log each statement (and each Sync that commits) taking at\n"
+    "                        least MS milliseconds; 0 logs all, -1 none (default 1000)\n";
 
 static pg_server *volatile running_server;
 static volatile sig_atomic_t fenced; /* another writer took the store over */
@@ -107,6 +112,8 @@ int cli_serve(int argc, char **argv) {
   const char *max_conn = NULL, *auth_timeout = NULL, *shutdown_timeout = NULL;
   const char *log_level = "info";
   const char *memory_limit = NULL;
+  const char *min_duration = NULL;
+  const char *engine_threads = "1";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -121,6 +128,8 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--shutdown-timeout") == 0 ? &shutdown_timeout
                         : strcmp(a, "--log-level") == 0        ? &log_level
                         : strcmp(a, "--memory-limit") == 0     ? &memory_limit
+                        : strcmp(a, "--log-min-duration") == 0 ? &min_duration
+                        : strcmp(a, "--engine-threads") == 0   ? &engine_threads
                                                                : NULL;
     if (slot == NULL) {
       fprintf(stderr, "moraine: serve: unknown option '%s' (see moraine serve --help)\n", a);
@@ -143,7 +152,8 @@ int cli_serve(int argc, char **argv) {
                           .max_message = PG_DEFAULT_MAX_MESSAGE,
                           .auth_timeout_ms = PG_DEFAULT_AUTH_TIMEOUT_MS,
                           .shutdown_timeout_ms = PG_DEFAULT_SHUTDOWN_TIMEOUT_MS,
-                          .auth_fail_delay_ms = PG_DEFAULT_AUTH_FAIL_DELAY_MS};
+                          .auth_fail_delay_ms = PG_DEFAULT_AUTH_FAIL_DELAY_MS,
+                          .slow_statement_ms = PG_DEFAULT_SLOW_STATEMENT_MS};
   /* MORAINE_MAX_CONNECTIONS: the limit when --max-connections is not given
    * (older scripts and tests set it); the flag wins */
   if (max_conn == NULL)
@@ -166,6 +176,23 @@ int cli_serve(int argc, char **argv) {
   if (shutdown_timeout && (cfg.shutdown_timeout_ms = parse_seconds(shutdown_timeout)) == 0) {
     fprintf(stderr, "moraine: serve: --shutdown-timeout wants seconds (0.001 to 86400), got '%s'\n",
             shutdown_timeout);
+    return 2;
+  }
+  if (min_duration) {
+    char *end;
+    long v = strtol(min_duration, &end, 10);
+    if (end == min_duration || *end != '\0' || v < -1 || v > 86400000) {
+      fprintf(stderr,
+              "moraine: serve: --log-min-duration wants milliseconds (-1 to 86400000), got '%s'\n",
+              min_duration);
+      return 2;
+    }
+    cfg.slow_statement_ms = v;
+  }
+  long threads = parse_count(engine_threads, 1024);
+  if (threads < 0) {
+    fprintf(stderr, "moraine: serve: --engine-threads wants a number from 1 to 1024, got '%s'\n",
+            engine_threads);
     return 2;
   }
   pg_log_level level;
@@ -194,7 +221,8 @@ int cli_serve(int argc, char **argv) {
   }
   sql_engine *engine;
   sql_error serr;
-  sql_engine_options opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")", memory_limit};
+  sql_engine_options opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")", memory_limit,
+                             (int)threads};
   if (sql_engine_open(&opts, &engine, &serr) != MR_OK) {
     fprintf(stderr, "moraine: cannot start the SQL engine: %s\n", serr.base.msg);
     (void)store_close(st, &err);

@@ -901,6 +901,42 @@ static const char *reason_text(pg_cancel_reason why) {
   return "none";
 }
 
+static double ms_between(const struct timespec *t0, const struct timespec *t1) {
+  return (double)(t1->tv_sec - t0->tv_sec) * 1e3 + (double)(t1->tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* The SQL a message ran, for the slow-statement log: a Query's text, a
+ * Parse's statement, an Execute's portal statement; NULL for the others. */
+static const char *message_sql(conn *c, const pg_msg *m) {
+  pg_error pe;
+  if (m->type == 'Q') {
+    const char *q;
+    return pg_decode_query(m->data, m->len, &q, &pe) == MR_OK ? q : NULL;
+  }
+  if (m->type == 'P') {
+    pg_parse pp;
+    return pg_decode_parse(m->data, m->len, &pp, &pe) == MR_OK ? pp.query : NULL;
+  }
+  if (m->type == 'E') {
+    pg_execute x;
+    if (pg_decode_execute(m->data, m->len, &x, &pe) != MR_OK)
+      return NULL;
+    portal *p = *find_portal(c, x.portal);
+    return p ? sql_prepared_text(p->stmt) : NULL;
+  }
+  return NULL;
+}
+
+/* One line for a message that took at least slow_statement_ms; a Sync
+ * that ends an implicit transaction is where its commit ran. */
+static void log_slow(conn *c, const pg_msg *m, double ms, const char *sql) {
+  const char *what = m->type == 'S' ? "sync" : m->type == 'B' ? "bind" : "statement";
+  if (sql)
+    pg_log(PG_LOG_INFO, "connection %u: %s took %.3f ms: %s", c->pid, what, ms, sql);
+  else
+    pg_log(PG_LOG_INFO, "connection %u: %s ('%c') took %.3f ms", c->pid, what, m->type, ms);
+}
+
 static void query_loop(conn *c) {
   while (!c->io_failed) {
     pg_msg m;
@@ -926,7 +962,21 @@ static void query_loop(conn *c) {
     }
     c->timeout_ms = sql_session_statement_timeout_ms(c->session);
     pg_registry_begin(c->reg, c->entry, c->timeout_ms);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* copied first: an Execute may end its own portal (DISCARD ALL) */
+    char sqlbuf[1001];
+    const char *sql = c->a->slow_statement_ms >= 0 ? message_sql(c, &m) : NULL;
+    if (sql) {
+      snprintf(sqlbuf, sizeof sqlbuf, "%s", sql);
+      sql = sqlbuf;
+    }
     dispatch(c, &m);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = ms_between(&t0, &t1);
+    if (c->a->slow_statement_ms >= 0 && ms >= (double)c->a->slow_statement_ms &&
+        m.type != 'H' && m.type != 'C')
+      log_slow(c, &m, ms, sql);
     pg_cancel_reason why = pg_registry_reason(c->reg, c->entry);
     if (why == PG_CANCEL_TIMEOUT)
       pg_log(PG_LOG_INFO, "connection %u (%s, user \"%s\"): statement cancelled: %s of %llu ms",

@@ -34,6 +34,7 @@ typedef struct pg_server_config {
   uint64_t auth_timeout_ms;     /* accept -> authenticated, else closed */
   uint64_t shutdown_timeout_ms; /* the drain's bound at stop */
   uint64_t auth_fail_delay_ms;  /* a failed authentication waits this long */
+  int64_t slow_statement_ms;    /* log statements that take this long; <0: never */
 } pg_server_config;
 
 /* Zero in a config field means its default. */
@@ -42,6 +43,7 @@ typedef struct pg_server_config {
 #define PG_DEFAULT_AUTH_TIMEOUT_MS 10000
 #define PG_DEFAULT_SHUTDOWN_TIMEOUT_MS 10000
 #define PG_DEFAULT_AUTH_FAIL_DELAY_MS 1000
+#define PG_DEFAULT_SLOW_STATEMENT_MS 1000 /* serve's default; 0 here logs all */
 /* Connections that have not sent their startup packet yet: at most
  * max(PG_MIN_PENDING, max_connections) at once; more are refused at accept. */
 #define PG_MIN_PENDING 64
@@ -71,6 +73,7 @@ typedef struct pg_conn_args {
   size_t max_message;
   uint64_t auth_timeout_ms; /* for the log line when it passes */
   uint64_t auth_fail_delay_ms;
+  int64_t slow_statement_ms; /* <0: never log statement durations */
 } pg_conn_args;
 
 /* Runs one connection to its end (closes nothing: the caller owns fd and

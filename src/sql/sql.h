@@ -136,6 +136,7 @@ typedef struct sql_engine_options {
   const char *database_path;  /* NULL: in-memory DuckDB (the catalog lives in RAM) */
   const char *server_version; /* reported version(), e.g. "15.0 (moraine 0.1.0)" */
   const char *memory_limit;   /* the engine's memory limit ("2GB"), NULL: DuckDB's default */
+  int threads;                /* worker threads per query; 0: DuckDB's default (one per core) */
 } sql_engine_options;
 
 /* Opens DuckDB, creates schema `public` and moraine's pg_catalog relations. */
@@ -224,6 +225,8 @@ mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_o
                               const uint32_t *param_oids, sql_prepared **out,
                               sql_error *err) MR_MUST_CHECK;
 void sql_prepared_free(sql_prepared *p);
+/* The statement text as the client sent it (for the log). */
+const char *sql_prepared_text(const sql_prepared *p);
 size_t sql_prepared_nparams(const sql_prepared *p);
 
 /* Describe: parameter_description (when with_params) then row_description

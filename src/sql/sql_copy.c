@@ -55,31 +55,33 @@ static mr_status result_coltypes(duckdb_result *r, pg_coltype **out, sql_error *
   return MR_OK;
 }
 
-static mr_status prepare_binary(sql_session *s, const char *sql, duckdb_prepared_statement *ps,
-                                sql_error *err) {
-  if (duckdb_prepare(s->con, sql, ps) != DuckDBSuccess) {
-    mr_status rc = sql_fail_duckdb(err, duckdb_prepare_error(*ps));
-    duckdb_destroy_prepare(ps);
+/* A COPY TO's query for binary output: columns without an exact binary
+ * encoding are cast to text in SQL (q->wrapped). */
+static mr_status make_binary(sql_session *s, const char *sql, sql_cached_query *q,
+                             sql_error *err) {
+  if (duckdb_prepare(s->con, sql, &q->ps) != DuckDBSuccess) {
+    mr_status rc = sql_fail_duckdb(err, duckdb_prepare_error(q->ps));
+    duckdb_destroy_prepare(&q->ps);
     return rc;
   }
-  size_t ncols = duckdb_prepared_statement_column_count(*ps);
+  size_t ncols = duckdb_prepared_statement_column_count(q->ps);
   bool wrap = false;
   sql_strbuf b = {0};
   sql_strbuf_add(&b, "SELECT ");
   for (size_t i = 0; i < ncols; i++) {
-    const char *name = duckdb_prepared_statement_column_name(*ps, i);
-    duckdb_logical_type lt = duckdb_prepared_statement_column_logical_type(*ps, i);
+    const char *name = duckdb_prepared_statement_column_name(q->ps, i);
+    duckdb_logical_type lt = duckdb_prepared_statement_column_logical_type(q->ps, i);
     pg_coltype ct;
     pg_coltype_of(lt, name, &ct);
     duckdb_destroy_logical_type(&lt);
-    char *q = sql_quote_ident(name ? name : "?column?");
+    char *qn = sql_quote_ident(name ? name : "?column?");
     if (ct.binary_ok) {
-      sql_strbuf_addf(&b, "%s#%zu AS %s", i ? ", " : "", i + 1, q ? q : "\"x\"");
+      sql_strbuf_addf(&b, "%s#%zu AS %s", i ? ", " : "", i + 1, qn ? qn : "\"x\"");
     } else {
       wrap = true;
-      sql_strbuf_addf(&b, "%sCAST(#%zu AS VARCHAR) AS %s", i ? ", " : "", i + 1, q ? q : "\"x\"");
+      sql_strbuf_addf(&b, "%sCAST(#%zu AS VARCHAR) AS %s", i ? ", " : "", i + 1, qn ? qn : "\"x\"");
     }
-    free(q);
+    free(qn);
     duckdb_free((void *)name);
   }
   if (!wrap) {
@@ -88,30 +90,30 @@ static mr_status prepare_binary(sql_session *s, const char *sql, duckdb_prepared
   }
   sql_strbuf_addf(&b, " FROM (%s) AS __moraine_copy", sql);
   char *wrapped = sql_strbuf_take(&b);
-  duckdb_destroy_prepare(ps);
-  if (wrapped == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   mr_status rc = MR_OK;
-  if (duckdb_prepare(s->con, wrapped, ps) != DuckDBSuccess) {
-    rc = sql_fail_duckdb(err, duckdb_prepare_error(*ps));
-    duckdb_destroy_prepare(ps);
+  if (wrapped == NULL)
+    rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+  else if (duckdb_prepare(s->con, wrapped, &q->wrapped) != DuckDBSuccess) {
+    rc = sql_fail_duckdb(err, duckdb_prepare_error(q->wrapped));
+    duckdb_destroy_prepare(&q->wrapped);
   }
   free(wrapped);
+  if (rc)
+    duckdb_destroy_prepare(&q->ps);
   return rc;
 }
 
-static mr_status copy_out_binary(sql_session *s, const char *sql, const sql_sink *sink,
+static mr_status copy_out_binary(sql_session *s, const char *query, const sql_sink *sink,
                                  uint64_t *nrows, sql_error *err) {
-  duckdb_prepared_statement ps;
-  mr_status rc = prepare_binary(s, sql, &ps, err);
+  sql_cached_query *q;
+  mr_status rc = sql_query_cached(s, SQL_CACHE_COPY_BINARY, query, make_binary, &q, err);
   if (rc)
     return rc;
   duckdb_result r;
-  rc = sql_execute_streaming(ps, &r, err); /* rows leave as they are made */
-  if (rc) {
-    duckdb_destroy_prepare(&ps);
+  /* rows leave as they are made */
+  rc = sql_execute_streaming(q->wrapped ? q->wrapped : q->ps, &r, err);
+  if (rc)
     return rc;
-  }
   size_t ncols = duckdb_column_count(&r);
   pg_coltype *types = NULL;
   rc = result_coltypes(&r, &types, err);
@@ -149,7 +151,6 @@ static mr_status copy_out_binary(sql_session *s, const char *sql, const sql_sink
   sql_strbuf_free(&b);
   free(types);
   duckdb_destroy_result(&r);
-  duckdb_destroy_prepare(&ps);
   return rc;
 }
 
@@ -221,12 +222,13 @@ mr_status sql_copy_out(sql_session *s, const sql_copy_stmt *c, const sql_sink *s
   if (c->format == SQL_COPY_CSV)
     return sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
                     "COPY with FORMAT csv is not supported");
+  if (c->format == SQL_COPY_BINARY)
+    return copy_out_binary(s, c->query, sink, nrows, err);
   char *sql;
   mr_status rc = sql_rewrite(c->query, &sql, err);
   if (rc)
     return rc;
-  rc = c->format == SQL_COPY_BINARY ? copy_out_binary(s, sql, sink, nrows, err)
-                                    : copy_out_text(s, c, sql, sink, nrows, err);
+  rc = copy_out_text(s, c, sql, sink, nrows, err);
   free(sql);
   return rc;
 }

@@ -155,6 +155,24 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   /* no downloads, no extension autoloading: the engine is self-contained */
   duckdb_set_config(cfg, "autoinstall_known_extensions", "false");
   duckdb_set_config(cfg, "autoload_known_extensions", "false");
+  if (opts && opts->threads > 0) {
+    char n[16];
+    snprintf(n, sizeof n, "%d", opts->threads);
+    duckdb_set_config(cfg, "threads", n);
+  }
+  /* Prepared statements are kept and re-executed (sql_cache.h, Parse once
+   * / Execute many), but DuckDB bakes the table statistics of prepare time
+   * into the plan through these three: a statement prepared over an empty
+   * table would then answer "no rows" after rows arrive. Without them a
+   * plan depends on no data, only on the catalog (which DuckDB rebinds). */
+  if (duckdb_set_config(cfg, "disabled_optimizers", SQL_ENGINE_DISABLED_OPTIMIZERS) !=
+      DuckDBSuccess) {
+    duckdb_destroy_config(&cfg);
+    free(e->version);
+    free(e);
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                    "cannot disable DuckDB's statistics optimizers");
+  }
   if (opts && opts->memory_limit &&
       duckdb_set_config(cfg, "memory_limit", opts->memory_limit) != DuckDBSuccess) {
     duckdb_destroy_config(&cfg);

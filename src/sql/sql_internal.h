@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 
 #include "sql/sql.h"
+#include "sql/sql_cache.h"
 #include "sql/sql_lex.h"
 #include "sql/sql_plan.h"
 #include "sql/sql_types.h"
@@ -118,6 +119,9 @@ struct sql_session {
   sql_prepared *prepared; /* list, for cleanup at close */
   sql_temp *temps;        /* temporary tables this session created */
   sql_shapes shapes;      /* capture shapes of the tables it wrote */
+  sql_cache plans;        /* admitted query strings (SQL_CACHE_PLANS) */
+  sql_cache prepared_ps;  /* DuckDB prepared SELECTs and COPY queries */
+  uint64_t temp_gen;      /* bumped when the temp table set changes */
   uint64_t begin_ddl_gen; /* engine ddl_gen when the open transaction began */
   bool txn_ddl;           /* the open transaction ran DDL */
   /* sql_session_cancel interrupts only while no_cancel is false: DuckDB's
@@ -142,6 +146,33 @@ struct sql_prepared {
   size_t nparams;
   uint32_t *param_oids;
 };
+
+/* DuckDB optimizers that fold prepare-time table statistics into a plan
+ * (see sql_engine_open): off, so a kept prepared statement stays right. */
+#define SQL_ENGINE_DISABLED_OPTIMIZERS \
+  "statistics_propagation,compressed_materialization,row_group_pruner"
+
+/* A SELECT or COPY query prepared once and kept in the session's
+ * prepared_ps cache: ps gives the column types, run executes (ps itself or
+ * its text-wrapped / binary-wrapped twin). */
+typedef struct sql_cached_query {
+  duckdb_prepared_statement ps;
+  duckdb_prepared_statement wrapped; /* NULL: run ps */
+} sql_cached_query;
+
+/* The free function of both session caches. */
+void sql_cache_value_free(sql_cache_purpose purpose, void *value);
+
+/* Fills q for the (rewritten) query sql; on failure q needs no cleanup. */
+typedef mr_status (*sql_query_maker)(sql_session *s, const char *sql, sql_cached_query *q,
+                                     sql_error *err);
+/* The prepared form of the client query text for purpose (SQL_CACHE_SELECT
+ * or SQL_CACHE_COPY_BINARY): from the session's cache, or rewritten,
+ * prepared by make and cached. *out is the cache's: valid until the
+ * session's next statement (sql_result.c). */
+mr_status sql_query_cached(sql_session *s, sql_cache_purpose purpose, const char *text,
+                           sql_query_maker make, sql_cached_query **out,
+                           sql_error *err) MR_MUST_CHECK;
 
 /* Runs sql on con, discarding any result (sql_engine.c). */
 mr_status sql_exec(duckdb_connection con, const char *sql, sql_error *err) MR_MUST_CHECK;

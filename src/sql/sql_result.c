@@ -295,6 +295,49 @@ char *sql_text_wrap(duckdb_prepared_statement ps, const char *sql) {
   return sql_strbuf_take(&b);
 }
 
+void sql_cache_value_free(sql_cache_purpose purpose, void *value) {
+  if (purpose == SQL_CACHE_PLANS) {
+    sql_plans_free(value);
+  } else {
+    sql_cached_query *q = value;
+    duckdb_destroy_prepare(&q->ps);
+    if (q->wrapped)
+      duckdb_destroy_prepare(&q->wrapped);
+  }
+  free(value);
+}
+
+mr_status sql_query_cached(sql_session *s, sql_cache_purpose purpose, const char *text,
+                           sql_query_maker make, sql_cached_query **out, sql_error *err) {
+  sql_cached_query *q = sql_cache_get(&s->prepared_ps, atomic_load(&s->e->ddl_gen), s->temp_gen,
+                                      purpose, text);
+  if (q) {
+    *out = q;
+    return MR_OK;
+  }
+  char *sql;
+  mr_status rc = sql_rewrite(text, &sql, err);
+  if (rc)
+    return rc;
+  q = calloc(1, sizeof *q);
+  if (q == NULL) {
+    free(sql);
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+  }
+  rc = make(s, sql, q, err);
+  free(sql);
+  if (rc) {
+    free(q);
+    return rc;
+  }
+  if (!sql_cache_put(&s->prepared_ps, purpose, text, q)) {
+    sql_cache_value_free(purpose, q);
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+  }
+  *out = q;
+  return MR_OK;
+}
+
 mr_status sql_execute_streaming(duckdb_prepared_statement ps, duckdb_result *r, sql_error *err) {
   memset(r, 0, sizeof *r);
   duckdb_pending_result pending = NULL;

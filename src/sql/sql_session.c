@@ -194,10 +194,12 @@ static mr_status temp_add(sql_session *s, const char *name, bool on_commit_drop,
   if (s->temps[s->ntemps].name == NULL)
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   s->ntemps++;
+  s->temp_gen++;
   return MR_OK;
 }
 
 static void temp_forget(sql_session *s, size_t i) {
+  s->temp_gen++;
   free(s->temps[i].name);
   s->temps[i] = s->temps[--s->ntemps];
 }
@@ -227,6 +229,8 @@ mr_status sql_session_open(sql_engine *e, const char *user, const char *database
   s->e = e;
   s->status = 'I';
   pthread_mutex_init(&s->cancel_mu, NULL);
+  sql_cache_init(&s->plans, sql_cache_value_free);
+  sql_cache_init(&s->prepared_ps, sql_cache_value_free);
   s->user = sql_strdup(user ? user : "moraine");
   s->database = sql_strdup(database ? database : "moraine");
   if (!s->user || !s->database) {
@@ -255,6 +259,8 @@ void sql_session_close(sql_session *s) {
     rollback_txn(s);
   while (s->prepared)
     sql_prepared_free(s->prepared);
+  sql_cache_clear(&s->plans);
+  sql_cache_clear(&s->prepared_ps);
   if (s->con)
     duckdb_disconnect(&s->con);
   sql_capture_clear(&s->cap);
@@ -580,6 +586,42 @@ static mr_status run_ddl(sql_session *s, const sql_plan *pl, char *sql, const sq
   return rc ? rc : complete(sink, pl->tag, err);
 }
 
+/* A SELECT is prepared to learn its column types; one whose columns
+ * DuckDB cannot hand over as PostgreSQL text gets a text-wrapped twin. */
+static mr_status make_select(sql_session *s, const char *sql, sql_cached_query *q,
+                             sql_error *err) {
+  if (duckdb_prepare(s->con, sql, &q->ps) != DuckDBSuccess) {
+    mr_status rc = sql_fail_duckdb(err, duckdb_prepare_error(q->ps));
+    duckdb_destroy_prepare(&q->ps);
+    return rc;
+  }
+  char *wrapped = sql_text_wrap(q->ps, sql);
+  if (wrapped && duckdb_prepare(s->con, wrapped, &q->wrapped) != DuckDBSuccess) {
+    duckdb_destroy_prepare(&q->wrapped);
+    q->wrapped = NULL; /* the plain form still answers, in DuckDB's own text */
+  }
+  free(wrapped);
+  return MR_OK;
+}
+
+static mr_status run_select(sql_session *s, const sql_plan *pl, const sql_sink *sink,
+                            sql_error *err) {
+  sql_cached_query *q;
+  mr_status rc = sql_query_cached(s, SQL_CACHE_SELECT, pl->text, make_select, &q, err);
+  if (rc)
+    return rc;
+  duckdb_result r;
+  rc = sql_execute_streaming(q->wrapped ? q->wrapped : q->ps, &r, err);
+  if (rc)
+    return rc;
+  uint64_t n = 0;
+  rc = sql_send_result(s, &r, q->ps, true, 0, NULL, sink, &n, err);
+  duckdb_destroy_result(&r);
+  char tag[64];
+  snprintf(tag, sizeof tag, "SELECT %" PRIu64, n);
+  return rc ? rc : complete(sink, tag, err);
+}
+
 /* A statement DuckDB runs (SELECT, DML, DDL, COPY), inside an open
  * transaction. Sends its results with a RowDescription. */
 static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sink *sink,
@@ -609,6 +651,8 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
     snprintf(tag, sizeof tag, "COPY %" PRIu64, n);
     return complete(sink, tag, err);
   }
+  if (pl->kind != SQL_KIND_DDL && pl->kind != SQL_KIND_DML)
+    return run_select(s, pl, sink, err);
   char *sql;
   rc = sql_rewrite(stmt, &sql, err);
   if (rc)
@@ -617,54 +661,25 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
     rc = run_ddl(s, pl, sql, sink, err);
     return rc;
   }
-  if (pl->kind == SQL_KIND_DML) {
-    const sql_dml_target *d = &pl->dml;
-    if (!d->has_returning) {
-      uint64_t n = 0;
-      rc = sql_run_dml(s, sql, d, &n, err);
-      snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(d->op), n);
-      free(sql);
-      return rc ? rc : complete(sink, tag, err);
-    }
-    /* the client's own RETURNING: its rows go to the client; the change
-     * is captured from them as far as they go (see docs/pgwire.md) */
-    duckdb_result r;
-    if (duckdb_query(s->con, sql, &r) != DuckDBSuccess) {
-      rc = sql_fail_duckdb(err, duckdb_result_error(&r));
-    } else {
-      uint64_t n = 0;
-      rc = sql_send_result(s, &r, NULL, true, 0, NULL, sink, &n, err);
-      snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(d->op), n);
-    }
-    duckdb_destroy_result(&r);
+  const sql_dml_target *d = &pl->dml; /* SQL_KIND_DML from here */
+  if (!d->has_returning) {
+    uint64_t n = 0;
+    rc = sql_run_dml(s, sql, d, &n, err);
+    snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(d->op), n);
     free(sql);
     return rc ? rc : complete(sink, tag, err);
   }
-  /* SELECTs are prepared first to learn their column types */
+  /* the client's own RETURNING: its rows go to the client; the change
+   * is captured from them as far as they go (see docs/pgwire.md) */
   duckdb_result r;
-  duckdb_prepared_statement ps = NULL, ps_text = NULL;
-  if (duckdb_prepare(s->con, sql, &ps) != DuckDBSuccess) {
-    rc = sql_fail_duckdb(err, duckdb_prepare_error(ps));
-    duckdb_destroy_prepare(&ps);
-    free(sql);
-    return rc;
-  }
-  char *wrapped = sql_text_wrap(ps, sql);
-  if (wrapped && duckdb_prepare(s->con, wrapped, &ps_text) != DuckDBSuccess) {
-    duckdb_destroy_prepare(&ps_text);
-    ps_text = NULL;
-  }
-  free(wrapped);
-  rc = sql_execute_streaming(ps_text ? ps_text : ps, &r, err);
-  if (rc == MR_OK) {
+  if (duckdb_query(s->con, sql, &r) != DuckDBSuccess) {
+    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+  } else {
     uint64_t n = 0;
-    rc = sql_send_result(s, &r, ps, true, 0, NULL, sink, &n, err);
-    snprintf(tag, sizeof tag, "SELECT %" PRIu64, n);
-    duckdb_destroy_result(&r);
+    rc = sql_send_result(s, &r, NULL, true, 0, NULL, sink, &n, err);
+    snprintf(tag, sizeof tag, "%s %" PRIu64, dml_tag(d->op), n);
   }
-  duckdb_destroy_prepare(&ps);
-  if (ps_text)
-    duckdb_destroy_prepare(&ps_text);
+  duckdb_destroy_result(&r);
   free(sql);
   return rc ? rc : complete(sink, tag, err);
 }
@@ -819,27 +834,49 @@ static mr_status plan(sql_session *s, const char *query, sql_plans *out, sql_err
   return rc;
 }
 
+/* The admitted plans of query: from the session's cache, or planned now
+ * and cached. *owned: the caller must free *out (the cache was full of
+ * memory); otherwise *out is the cache's, valid until the next query. */
+static mr_status plans_of(sql_session *s, const char *query, sql_plans **out, bool *owned,
+                          sql_error *err) {
+  *owned = false;
+  *out = sql_cache_get(&s->plans, 0, s->temp_gen, SQL_CACHE_PLANS, query);
+  if (*out)
+    return MR_OK;
+  sql_plans *p = malloc(sizeof *p);
+  if (p == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+  mr_status rc = plan(s, query, p, err);
+  if (rc) {
+    free(p);
+    return rc;
+  }
+  *owned = !sql_cache_put(&s->plans, SQL_CACHE_PLANS, query, p);
+  *out = p;
+  return MR_OK;
+}
+
 mr_status sql_session_simple_query(sql_session *s, const char *query, const sql_sink *sink,
                                    sql_error *err) {
-  sql_plans plans;
-  mr_status rc = plan(s, query, &plans, err);
+  sql_plans *plans;
+  bool owned;
+  mr_status rc = plans_of(s, query, &plans, &owned, err);
   if (rc) {
     after_error(s);
     return rc;
   }
-  if (plans.n == 0) {
-    sql_plans_free(&plans);
-    return SQL_SINK_CALL0(sink, empty_query) ? lost(err) : MR_OK;
-  }
-  if (plans.n > 1 && s->status == 'I')
+  if (plans->n == 0)
+    rc = SQL_SINK_CALL0(sink, empty_query) ? lost(err) : MR_OK;
+  else if (plans->n > 1 && s->status == 'I')
     rc = begin_txn(s, true, err);
-  for (size_t i = 0; rc == MR_OK && i < plans.n; i++)
-    rc = run_plan(s, &plans.v[i], sink, err);
+  for (size_t i = 0; rc == MR_OK && i < plans->n; i++)
+    rc = run_plan(s, &plans->v[i], sink, err);
   if (rc)
     after_error(s);
   else if (s->status == 'T' && s->implicit)
     rc = commit_txn(s, err);
-  sql_plans_free(&plans);
+  if (owned)
+    sql_cache_value_free(SQL_CACHE_PLANS, plans);
   return rc;
 }
 
@@ -987,6 +1024,8 @@ mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_o
   *out = p;
   return MR_OK;
 }
+
+const char *sql_prepared_text(const sql_prepared *p) { return p->sql; }
 
 void sql_prepared_free(sql_prepared *p) {
   if (p == NULL)

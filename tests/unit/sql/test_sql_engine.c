@@ -79,7 +79,7 @@ typedef struct fixture {
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
   sql_error err;
-  sql_engine_options o = {NULL, "15.0 (moraine test)", NULL};
+  sql_engine_options o = {NULL, "15.0 (moraine test)", NULL, 0};
   if (sql_engine_open(&o, &f->e, &err) != MR_OK) {
     fprintf(stderr, "open: %s\n", err.base.msg);
     return -1;
@@ -260,6 +260,49 @@ static void transaction_states(void **state) {
   ASSERT_RUN(f, "ROLLBACK", "C ROLLBACK|");
 }
 
+/* The session keeps each SELECT / COPY text prepared (sql_cache.h) and a
+ * Parse is executed many times: each run must answer from the data of its
+ * own time, never from the table statistics of the time it was prepared. */
+static void kept_statements_see_new_rows(void **state) {
+  fixture *f = *state;
+  PRELOAD(f, "CREATE TABLE public.ducklake_k (table_id BIGINT, n BIGINT)");
+  ASSERT_RUN(f, "INSERT INTO ducklake_k VALUES (7, 5)", "C INSERT 0 1|");
+  static const char *const queries[] = {
+      "SELECT count(*) FROM ducklake_k WHERE table_id = '1'",
+      "SELECT count(*) FROM ducklake_k WHERE n IS NULL",
+      "SELECT count(*) FROM ducklake_k WHERE n > 10",
+      "SELECT max(n) FROM ducklake_k",
+      "SELECT n FROM ducklake_k GROUP BY n ORDER BY n DESC LIMIT 1",
+  };
+  static const char *const before[] = {"D 0|", "D 0|", "D 0|", "D 5|", "D 5|"};
+  static const char *const after[] = {"D 1|", "D 1|", "D 1|", "D 5000000000000|",
+                                      "D 5000000000000|"};
+  size_t n = sizeof queries / sizeof queries[0];
+  sql_prepared *ps[sizeof queries / sizeof queries[0]];
+  sql_error err;
+  for (size_t i = 0; i < n; i++) {
+    char *got = run(f, queries[i]);
+    assert_non_null(strstr(got, before[i]));
+    free(got);
+    assert_int_equal(sql_session_prepare(f->s, queries[i], 0, NULL, &ps[i], &err), MR_OK);
+  }
+  ASSERT_RUN(f, "INSERT INTO ducklake_k VALUES (1, NULL), (2, 5000000000000)", "C INSERT 0 2|");
+  for (size_t i = 0; i < n; i++) {
+    char *got = run(f, queries[i]);
+    assert_non_null(strstr(got, after[i]));
+    free(got);
+    rec r = {0};
+    sql_sink sink = sink_for(&r);
+    assert_int_equal(
+        sql_prepared_execute(f->s, ps[i], 0, NULL, NULL, 0, NULL, 0, NULL, &sink, &err), MR_OK);
+    char *log = sql_strbuf_take(&r.log);
+    assert_non_null(strstr(log, after[i]));
+    free(log);
+    sql_strbuf_free(&r.copy);
+    sql_prepared_free(ps[i]);
+  }
+}
+
 static void bytea_literals_follow_the_column_type(void **state) {
   fixture *f = *state;
   PRELOAD(f, "CREATE TABLE public.ducklake_s (v VARCHAR, b BYTEA)");
@@ -374,6 +417,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(preload_then_query, setup, teardown),
       cmocka_unit_test_setup_teardown(capture_and_hooks, setup, teardown),
       cmocka_unit_test_setup_teardown(transaction_states, setup, teardown),
+      cmocka_unit_test_setup_teardown(kept_statements_see_new_rows, setup, teardown),
       cmocka_unit_test_setup_teardown(bytea_literals_follow_the_column_type, setup, teardown),
       cmocka_unit_test_setup_teardown(introspection_answers, setup, teardown),
       cmocka_unit_test_setup_teardown(pgcopy_every_type, setup, teardown),
