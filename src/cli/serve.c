@@ -30,8 +30,9 @@ static const char serve_usage[] =
     "usage: moraine serve [--store URL] [--listen HOST:PORT] [--password-file FILE]\n"
     "                     [--max-connections N] [--auth-timeout SECONDS]\n"
     "                     [--shutdown-timeout SECONDS] [--log-level LEVEL]\n"
-    "                     [--memory-limit SIZE]\n"
-    "  --store URL           catalog store (default file://./moraine-data)\n"
+    "                     [--memory-limit SIZE] [--cache-dir DIR]\n"
+    "  --store URL           catalog store: file://DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX,\n"
+    "                        az://CONTAINER/PREFIX or memory:// (default file://./moraine-data)\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
     "  --password-file FILE  require SCRAM-SHA-256 with the password in FILE (first line;\n"
     "                        any user name is accepted)\n"
@@ -44,7 +45,10 @@ static const char serve_usage[] =
     "                        they are cancelled (default 10)\n"
     "  --log-level LEVEL     error, warn, info or debug (default info)\n"
     "  --memory-limit SIZE   memory the SQL engine may use, e.g. 2GB (default: DuckDB's,\n"
-    "                        80% of RAM); a query over it fails with 53200\n";
+    "                        80% of RAM); a query over it fails with 53200\n"
+    "  --cache-dir DIR       keep the store's SST parts read from object storage in this\n"
+    "                        local folder (up to 1 GiB), for faster restarts and old\n"
+    "                        snapshots (default: no cache)\n";
 
 static pg_server *volatile running_server;
 static volatile sig_atomic_t fenced; /* another writer took the store over */
@@ -107,6 +111,7 @@ int cli_serve(int argc, char **argv) {
   const char *max_conn = NULL, *auth_timeout = NULL, *shutdown_timeout = NULL;
   const char *log_level = "info";
   const char *memory_limit = NULL;
+  const char *cache_dir = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -121,6 +126,7 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--shutdown-timeout") == 0 ? &shutdown_timeout
                         : strcmp(a, "--log-level") == 0        ? &log_level
                         : strcmp(a, "--memory-limit") == 0     ? &memory_limit
+                        : strcmp(a, "--cache-dir") == 0        ? &cache_dir
                                                                : NULL;
     if (slot == NULL) {
       fprintf(stderr, "moraine: serve: unknown option '%s' (see moraine serve --help)\n", a);
@@ -188,7 +194,8 @@ int cli_serve(int argc, char **argv) {
   }
 
   store *st = NULL;
-  if (store_open(store_url, NULL, &st, &err) != MR_OK) {
+  store_options sopts = {.cache_dir = cache_dir};
+  if (store_open(store_url, &sopts, &st, &err) != MR_OK) {
     fprintf(stderr, "moraine: cannot open the store %s: %s\n", store_url, err.msg);
     return 1;
   }
