@@ -104,7 +104,7 @@ def commit_rows(con, table, n, start=0):
 
 def measure_requests(kind, commits, work):
     emu = emulators.start(kind, work / f"emu-{kind}")
-    proxy = emulators.CountingProxy(emu.port)
+    proxy = emulators.CountingProxy(emu.front_port)
     env = emu.env_for(proxy.endpoint)
     store = emu.url("bench")
     data = work / f"data-{kind}"

@@ -76,11 +76,12 @@ class Emulator:
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
                                      cwd=workdir, env={**os.environ, **(env or {})})
         _wait_listening(self.proc, port, self.name)
+        self.front_port = port  # where clients connect (GCS: a shim)
         self.make_bucket()
 
     @property
     def endpoint(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://127.0.0.1:{self.front_port}"
 
     def url(self, prefix):
         return f"{self.scheme}://{BUCKET}/{prefix}"
@@ -182,8 +183,19 @@ class Azure(Emulator):
 
 
 class GCS(Emulator):
-    """fake-gcs-server over plain http, unauthenticated, on a folder."""
+    """fake-gcs-server over plain http, unauthenticated, on a folder, behind a
+    proxy that turns object_store's XML-API uploads into the JSON-API uploads
+    fake-gcs-server serves (see _gcs_upload); everything else passes as is."""
     name, scheme = "fake-gcs-server", "gs"
+
+    def make_bucket(self):
+        self._make_bucket()
+        self.shim = CountingProxy(self.port, gcs_uploads=True)
+        self.front_port = self.shim.port
+
+    def stop(self):
+        super().stop()
+        self.shim.stop()
 
     def __init__(self, workdir):
         port = free_port()
@@ -198,7 +210,7 @@ class GCS(Emulator):
                           "-external-url", f"http://127.0.0.1:{port}", "-log-level", "error"],
                          port, workdir)
 
-    def make_bucket(self):
+    def _make_bucket(self):
         status, body = _request("POST", self.port, "/storage/v1/b?project=moraine",
                                 body=json.dumps({"name": BUCKET}).encode(),
                                 headers={"Content-Type": "application/json"})
@@ -207,7 +219,12 @@ class GCS(Emulator):
 
     @staticmethod
     def env_for(endpoint):
-        return {"GOOGLE_BASE_URL": endpoint, "GOOGLE_SKIP_SIGNATURE": "true"}
+        # A service-account key with disable_oauth: object_store's way to an
+        # unauthenticated emulator. (GOOGLE_SKIP_SIGNATURE covers reads only:
+        # a write would still ask the metadata service for a token.)
+        key = {"gcs_base_url": endpoint, "disable_oauth": True, "client_email": "emulator",
+               "private_key": "none", "private_key_id": "none"}
+        return {"GOOGLE_SERVICE_ACCOUNT_KEY": json.dumps(key)}
 
 
 CLOUDS = {"s3": S3, "gs": GCS, "az": Azure}
@@ -256,12 +273,30 @@ def request_kind(method, target):
     return method
 
 
+def _gcs_upload(method, target, headers):
+    """fake-gcs-server lacks the XML API's object upload (PUT /BUCKET/OBJECT,
+    precondition in x-goog-if-generation-match), which object_store's GCS
+    client writes with. The same upload in the JSON API it does serve:
+    POST /upload/storage/v1/b/BUCKET/o?uploadType=media&name=OBJECT
+    &ifGenerationMatch=N. None when the request is not such an upload."""
+    split = urllib.parse.urlsplit(target)
+    bucket, _, obj = split.path.lstrip("/").partition("/")
+    if method != "PUT" or split.query or not obj:
+        return None
+    q = {"uploadType": "media", "name": urllib.parse.unquote(obj)}
+    gen = headers.get("x-goog-if-generation-match")
+    if gen is not None:
+        q["ifGenerationMatch"] = gen
+    return "POST", f"/upload/storage/v1/b/{bucket}/o?{urllib.parse.urlencode(q)}"
+
+
 class CountingProxy:
     """A plain-HTTP reverse proxy on a free loopback port that forwards every
-    request to upstream_port unchanged (Host header included, so signatures
-    hold) and counts it."""
+    request to upstream_port and counts it. gcs_uploads: translate XML-API
+    uploads for fake-gcs-server (_gcs_upload) and answer them as the XML API
+    does (ETag and x-goog-generation headers, empty body)."""
 
-    def __init__(self, upstream_port):
+    def __init__(self, upstream_port, gcs_uploads=False):
         counts = self.counts = Counts()
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -274,18 +309,28 @@ class CountingProxy:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else b""
                 headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in ("connection", "keep-alive")}
+                           if k.lower() not in ("connection", "keep-alive", "host")}
+                # the emulator's own address: fake-gcs-server routes by Host
+                # (S3 signatures cover Host, but moto does not check them)
+                headers["Host"] = f"127.0.0.1:{upstream_port}"
+                upload = _gcs_upload(self.command, self.path, self.headers) if gcs_uploads else None
+                method, target = upload or (self.command, self.path)
                 up = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=120)
                 try:
-                    up.request(self.command, self.path, body=body if n else None,
-                               headers=headers)
+                    up.request(method, target, body=body if n else None, headers=headers)
                     r = up.getresponse()
                     data = r.read()
                 finally:
                     up.close()
+                out_headers = r.getheaders()
+                if upload and r.status == 200:
+                    meta = json.loads(data)
+                    out_headers = [("ETag", f'"{meta["etag"]}"'),
+                                   ("x-goog-generation", str(meta["generation"]))]
+                    data = b""
                 counts.add(request_kind(self.command, self.path), len(body), len(data))
                 self.send_response_only(r.status, r.reason)
-                for k, v in r.getheaders():
+                for k, v in out_headers:
                     if k.lower() not in ("transfer-encoding", "connection", "content-length",
                                          "keep-alive"):
                         self.send_header(k, v)

@@ -72,7 +72,16 @@ def rows(duck, sql):
 
 # ---- create, commit, restart, reload ---------------------------------------
 
-def test_create_commit_restart_reload(cloud, tmp_path):
+# fake-gcs-server 1.56.1 answers reads and listings of the XML API but not
+# its object upload (PUT /BUCKET/OBJECT wants ?uploadType=...), which is how
+# object_store writes to GCS: the first manifest write of a new store is
+# refused (400) and SlateDB retries it until the open deadline.
+GCS_NO_XML_PUT = "fake-gcs-server has no XML-API upload, object_store's GCS write path"
+
+
+def test_create_commit_restart_reload(cloud, tmp_path, request):
+    if cloud.scheme == "gs":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=GCS_NO_XML_PUT))
     store, data = fresh(cloud), tmp_path / "data"
     server = Server("--store", store, env=cloud.env)
     try:
@@ -85,7 +94,7 @@ def test_create_commit_restart_reload(cloud, tmp_path):
         duck.execute("DELETE FROM lake.s.t WHERE id = 3")
         before = rows(duck, "SELECT * FROM lake.s.t ORDER BY id")
         snaps = rows(duck, "SELECT snapshot_id, changes::VARCHAR FROM lake.snapshots() ORDER BY 1")
-        old = snaps[3][0]  # two inserted rows
+        old = snaps[4][0]  # 0 attach, 1 schema, 2 table, 3-4: two rows inserted
         at_old = rows(duck, f"SELECT * FROM lake.s.t AT (VERSION => {old}) ORDER BY id")
         duck.close()
     finally:
