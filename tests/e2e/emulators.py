@@ -232,6 +232,7 @@ CLOUDS = {"s3": S3, "gs": GCS, "az": Azure}
 
 def start(kind, workdir=None):
     workdir = pathlib.Path(workdir or tempfile.mkdtemp(prefix=f"moraine-{kind}-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     return CLOUDS[kind](workdir)
 
 
