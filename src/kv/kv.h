@@ -30,10 +30,9 @@
  *   gs://BUCKET[/P]   Google Cloud Storage. From the GOOGLE_* variables:
  *                     GOOGLE_SERVICE_ACCOUNT (a key file's path),
  *                     GOOGLE_SERVICE_ACCOUNT_KEY (the key's JSON),
- *                     GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_BASE_URL (an
- *                     emulator's URL), GOOGLE_SKIP_SIGNATURE=true
- *                     (unauthenticated, for emulators); else the metadata
- *                     service.
+ *                     GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_BASE_URL; else
+ *                     the metadata service. An emulator: a key JSON with
+ *                     "gcs_base_url" and "disable_oauth": true (docs/kv.md).
  *   az://CONTAINER[/P] Azure Blob Storage. From the AZURE_* variables:
  *                     AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY
  *                     (or AZURE_STORAGE_SAS_KEY, AZURE_STORAGE_TOKEN,

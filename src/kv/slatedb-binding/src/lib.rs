@@ -258,7 +258,9 @@ fn with_aws_profile(mut b: AmazonS3Builder) -> AmazonS3Builder {
     if env("AWS_ACCESS_KEY_ID").is_none() {
         if let Some(text) = file("AWS_SHARED_CREDENTIALS_FILE", "credentials") {
             let get = |k: &str| ini_value(&text, &profile, k);
-            if let (Some(id), Some(secret)) = (get("aws_access_key_id"), get("aws_secret_access_key")) {
+            if let (Some(id), Some(secret)) =
+                (get("aws_access_key_id"), get("aws_secret_access_key"))
+            {
                 b = b.with_access_key_id(id).with_secret_access_key(secret);
                 if let Some(token) = get("aws_session_token") {
                     b = b.with_token(token);
@@ -340,21 +342,35 @@ fn resolve_store(url: &str, deadline: Option<Duration>) -> Res<Resolved> {
     let (path, build): (Path, Build) = if let Some(rest) = url.strip_prefix("s3://") {
         let (bucket, path) = bucket_and_prefix(url, rest, "bucket")?;
         let b = with_aws_profile(AmazonS3Builder::from_env()).with_bucket_name(bucket);
-        (path, Box::new(move |r| Ok(Arc::new(b.clone().with_retry(r).build()?) as _)))
+        (
+            path,
+            Box::new(move |r| Ok(Arc::new(b.clone().with_retry(r).build()?) as _)),
+        )
     } else if let Some(rest) = url.strip_prefix("gs://") {
         let (bucket, path) = bucket_and_prefix(url, rest, "bucket")?;
         let b = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
-        (path, Box::new(move |r| Ok(Arc::new(b.clone().with_retry(r).build()?) as _)))
+        (
+            path,
+            Box::new(move |r| Ok(Arc::new(b.clone().with_retry(r).build()?) as _)),
+        )
     } else if let Some(rest) = url.strip_prefix("az://") {
         let (container, path) = bucket_and_prefix(url, rest, "container")?;
         let b = MicrosoftAzureBuilder::from_env().with_container_name(container);
-        (path, Box::new(move |r| Ok(Arc::new(b.clone().with_retry(r).build()?) as _)))
+        (
+            path,
+            Box::new(move |r| Ok(Arc::new(b.clone().with_retry(r).build()?) as _)),
+        )
     } else {
         return Err(invalid(format!(
             "unsupported store url `{url}`: expected file://, memory://, s3://, gs:// or az://"
         )));
     };
-    let configure = |e: object_store::Error| invalid(format!("cannot configure {url}: {}", one_line(&e.to_string())));
+    let configure = |e: object_store::Error| {
+        invalid(format!(
+            "cannot configure {url}: {}",
+            one_line(&e.to_string())
+        ))
+    };
     Ok(Resolved {
         store: build(RetryConfig::default()).map_err(configure)?,
         probe: Some(build(probe_retry(deadline)).map_err(configure)?),
@@ -376,7 +392,10 @@ async fn probe(store: &Arc<dyn ObjectStore>, path: &Path, url: &str) -> Res<()> 
         Ok(_) => Ok(()),
         Err(e) => Err(fail(
             SDB_UNAVAILABLE,
-            format!("the object store refused {url}: {}", one_line(&e.to_string())),
+            format!(
+                "the object store refused {url}: {}",
+                one_line(&e.to_string())
+            ),
         )),
     }
 }
@@ -391,8 +410,12 @@ fn cache_options(dir: &str) -> Res<ObjectStoreCacheOptions> {
         return Err(invalid("empty cache folder"));
     }
     let dir = std::path::PathBuf::from(dir);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| fail(SDB_UNAVAILABLE, format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        fail(
+            SDB_UNAVAILABLE,
+            format!("cannot create {}: {e}", dir.display()),
+        )
+    })?;
     Ok(ObjectStoreCacheOptions {
         root_folder: Some(dir),
         max_cache_size_bytes: Some(1 << 30),
@@ -681,7 +704,11 @@ pub unsafe extern "C" fn sdb_open(
                 .map_err(|_| invalid("cache folder is not UTF-8"))?;
             cache_options(dir)?
         };
-        let Resolved { store, path, probe: quick } = resolve_store(url, deadline)?;
+        let Resolved {
+            store,
+            path,
+            probe: quick,
+        } = resolve_store(url, deadline)?;
         let extractor = extractor(a.extractor)?;
         let rt = new_runtime()?;
         if let Some(quick) = &quick {
@@ -701,7 +728,12 @@ pub unsafe extern "C" fn sdb_open(
                 extractor,
                 options,
             };
-            within(&rt, deadline, "opening the store", require_store(&args.store, &args.path, url))?;
+            within(
+                &rt,
+                deadline,
+                "opening the store",
+                require_store(&args.store, &args.path, url),
+            )?;
             let reader = within(&rt, deadline, "opening the store", args.build())?;
             Store::Reader(ReaderSlot {
                 current: RwLock::new(Arc::new(reader)),
