@@ -66,6 +66,7 @@ fuzz: deps
 bench: build
 	build/bench/store/bench_store
 	$(PY) bench/catalogs.py
+	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) bench/objstore.py
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

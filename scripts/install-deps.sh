@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything moraine needs to build, test and benchmark, idempotently.
 # Debian packages, the pinned libduckdb + duckdb.h (from registry packages, into
-# .deps/), and the project venv (.venv) with the pinned DuckDB clients.
+# .deps/), the project venv (.venv) with the pinned DuckDB clients, and the
+# object-store emulators (scripts/install-emulators.sh).
 # Safe to run again: each step checks what is already there.
 set -euo pipefail
 
@@ -62,10 +63,13 @@ if [ ! -x "$root/.venv/bin/python" ]; then
   log "venv"
   python3 -m venv "$root/.venv"
 fi
-if ! "$root/.venv/bin/python" -c 'import duckdb, pytest, psycopg, pytz, duckdb_extension_ducklake, duckdb_extension_postgres, duckdb_extension_sqlite_scanner' 2>/dev/null ||
+if ! "$root/.venv/bin/python" -c 'import duckdb, pytest, psycopg, pytz, duckdb_extension_ducklake, duckdb_extension_postgres, duckdb_extension_sqlite_scanner, duckdb_extension_httpfs, moto.server' 2>/dev/null ||
    [ "$("$root/.venv/bin/python" -c 'import duckdb; print(duckdb.__version__)')" != "$DUCKDB_VERSION" ]; then
   log "python packages"
   "$root/.venv/bin/python" -m pip install -q --upgrade pip
   "$root/.venv/bin/python" -m pip install -q -r "$root/tests/requirements.txt"
 fi
+
+# Object-store emulators (S3, Azure, GCS) for the tests and benchmarks.
+bash "$root/scripts/install-emulators.sh"
 log "ok"

@@ -21,6 +21,7 @@ static const char usage[] =
     "  serve [--store URL] [--listen HOST:PORT] [--password-file FILE]\n"
     "        [--max-connections N] [--auth-timeout SECONDS]\n"
     "        [--shutdown-timeout SECONDS] [--log-level error|warn|info|debug]\n"
+    "        [--memory-limit SIZE] [--cache-dir DIR]\n"
     "        serve the catalog to DuckDB + DuckLake clients\n"
     "        (defaults: --store file://./moraine-data --listen 127.0.0.1:5433\n"
     "        --max-connections 256 --auth-timeout 10 --shutdown-timeout 10\n"

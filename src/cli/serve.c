@@ -31,8 +31,9 @@ static const char serve_usage[] =
     "                     [--max-connections N] [--auth-timeout SECONDS]\n"
     "                     [--shutdown-timeout SECONDS] [--log-level LEVEL]\n"
     "                     [--memory-limit SIZE] [--engine-threads N]\n"
-    "                     [--log-min-duration MS]\n"
-    "  --store URL           catalog store (default file://./moraine-data)\n"
+    "                     [--log-min-duration MS] [--cache-dir DIR]\n"
+    "  --store URL           catalog store: file://DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX,\n"
+    "                        az://CONTAINER/PREFIX or memory:// (default file://./moraine-data)\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
     "  --password-file FILE  require SCRAM-SHA-256 with the password in FILE (first line;\n"
     "                        any user name is accepted)\n"
@@ -49,7 +50,10 @@ static const char serve_usage[] =
     "  --engine-threads N    threads one query may use in the SQL engine (default 1:\n"
     "                        catalog queries are small; sessions run in parallel)\n"
     "  --log-min-duration MS log each statement (and each Sync that commits) taking at\n"
-    "                        least MS milliseconds; 0 logs all, -1 none (default 1000)\n";
+    "                        least MS milliseconds; 0 logs all, -1 none (default 1000)\n"
+    "  --cache-dir DIR       keep the store's SST parts read from object storage in this\n"
+    "                        local folder (up to 1 GiB), for faster restarts and old\n"
+    "                        snapshots (default: no cache)\n";
 
 static pg_server *volatile running_server;
 static volatile sig_atomic_t fenced; /* another writer took the store over */
@@ -114,6 +118,7 @@ int cli_serve(int argc, char **argv) {
   const char *memory_limit = NULL;
   const char *min_duration = NULL;
   const char *engine_threads = "1";
+  const char *cache_dir = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -130,6 +135,7 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--memory-limit") == 0     ? &memory_limit
                         : strcmp(a, "--log-min-duration") == 0 ? &min_duration
                         : strcmp(a, "--engine-threads") == 0   ? &engine_threads
+                        : strcmp(a, "--cache-dir") == 0        ? &cache_dir
                                                                : NULL;
     if (slot == NULL) {
       fprintf(stderr, "moraine: serve: unknown option '%s' (see moraine serve --help)\n", a);
@@ -215,7 +221,8 @@ int cli_serve(int argc, char **argv) {
   }
 
   store *st = NULL;
-  if (store_open(store_url, NULL, &st, &err) != MR_OK) {
+  store_options sopts = {.cache_dir = cache_dir};
+  if (store_open(store_url, &sopts, &st, &err) != MR_OK) {
     fprintf(stderr, "moraine: cannot open the store %s: %s\n", store_url, err.msg);
     return 1;
   }

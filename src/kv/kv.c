@@ -123,6 +123,7 @@ mr_status kv_open(const char *url, const kv_open_options *opts, kv_db **out, mr_
       .wal_flush_ms = o.wal_flush_ms ? o.wal_flush_ms : KV_DEFAULT_WAL_FLUSH_MS,
       .poll_ms = o.poll_ms,
       .deadline_ms = o.deadline_ms ? o.deadline_ms : KV_DEFAULT_DEADLINE_MS,
+      .cache_dir = o.cache_dir,
   };
   kv_db *db = calloc(1, sizeof *db);
   if (db == NULL)

@@ -14,9 +14,37 @@
  *   memory://         a fresh in-memory store, private to this open.
  *   memory://NAME     an in-memory store shared by every open of the same
  *                     NAME in this process, kept until the process exits.
- *   s3://BUCKET[/P]   S3 (or compatible) bucket, prefix P; endpoint, region
- *                     and credentials from the AWS_* environment variables
- *                     (AWS_ENDPOINT, AWS_ALLOW_HTTP=true for http, ...).
+ *   s3://BUCKET[/P]   S3 (or compatible: MinIO, R2, ...) bucket, prefix P.
+ *                     From the AWS_* variables: AWS_ACCESS_KEY_ID,
+ *                     AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION
+ *                     (or AWS_DEFAULT_REGION), AWS_ENDPOINT (AWS_ENDPOINT_URL),
+ *                     AWS_ALLOW_HTTP=true for a plain-http endpoint,
+ *                     AWS_VIRTUAL_HOSTED_STYLE_REQUEST=true for
+ *                     BUCKET.host URLs (default: path style when an endpoint
+ *                     is set), AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN, ...;
+ *                     missing keys, region and endpoint_url come from the
+ *                     profile AWS_PROFILE (default "default") of
+ *                     ~/.aws/credentials and ~/.aws/config (or the files
+ *                     AWS_SHARED_CREDENTIALS_FILE / AWS_CONFIG_FILE name);
+ *                     then the instance / container metadata service.
+ *   gs://BUCKET[/P]   Google Cloud Storage. From the GOOGLE_* variables:
+ *                     GOOGLE_SERVICE_ACCOUNT (a key file's path),
+ *                     GOOGLE_SERVICE_ACCOUNT_KEY (the key's JSON),
+ *                     GOOGLE_APPLICATION_CREDENTIALS, GOOGLE_BASE_URL; else
+ *                     the metadata service. An emulator: a key JSON with
+ *                     "gcs_base_url" and "disable_oauth": true (docs/kv.md).
+ *   az://CONTAINER[/P] Azure Blob Storage. From the AZURE_* variables:
+ *                     AZURE_STORAGE_ACCOUNT_NAME, AZURE_STORAGE_ACCOUNT_KEY
+ *                     (or AZURE_STORAGE_SAS_KEY, AZURE_STORAGE_TOKEN,
+ *                     AZURE_CLIENT_ID/_SECRET/AZURE_TENANT_ID, ...),
+ *                     AZURE_STORAGE_ENDPOINT; AZURE_STORAGE_USE_EMULATOR=true
+ *                     talks to Azurite at AZURITE_BLOB_STORAGE_URL (default
+ *                     http://127.0.0.1:10000) as devstoreaccount1 with its
+ *                     well-known key unless a key is given.
+ *   Before a cloud store opens, one LIST under its root through a client
+ *   that retries once checks endpoint, credentials and bucket, so that each
+ *   fails at once with the object store's own reason (one line) rather than
+ *   as the open deadline passing.
  *
  * Segment extractor
  *   Every open — writer and reader — configures the one-byte segment
@@ -42,8 +70,9 @@
  *     MR_ERR_NOMEM       out of memory
  *   SlateDB 0.14.1 retries failed object-store calls forever, except
  *   not-found / already-exists / precondition / not-implemented /
- *   not-supported: an unreachable or misconfigured S3 endpoint, bad
- *   credentials or a full disk make a call block rather than fail.
+ *   not-supported: an object store that goes away after the open, or a
+ *   full disk, make a call block until its deadline (open and writes of a
+ *   writer: deadline_ms, MR_ERR_TIMEOUT) rather than fail.
  *   A fenced writer learns it on its next write, or from its manifest poll
  *   (about 1 s); from then on every call on it returns MR_ERR_FENCED.
  *
@@ -92,6 +121,10 @@ typedef struct kv_open_options {
   uint32_t deadline_ms;            /* open, and each write of a writer, fails with
                                       MR_ERR_TIMEOUT when not done by then;
                                       0 = KV_DEFAULT_DEADLINE_MS */
+  const char *cache_dir;           /* SlateDB's object-store cache: SST parts read
+                                      are kept in this local folder (created if
+                                      missing, up to 1 GiB) for later reads and
+                                      restarts; NULL = no cache */
 } kv_open_options;
 
 /* The default deadline of kv_open and kv_write. A write that misses it may

@@ -252,7 +252,7 @@ mr_status store_open(const char *url, const store_options *opts, store **out, mr
   st->read_only = opts && opts->read_only;
   st->changelog_window = opts && opts->changelog_window ? opts->changelog_window : STORE_CHANGELOG_WINDOW;
   pthread_mutex_init(&st->mu, NULL);
-  kv_open_options ko = {.read_only = st->read_only};
+  kv_open_options ko = {.read_only = st->read_only, .cache_dir = opts ? opts->cache_dir : NULL};
   mr_status rc = kv_open(url, &ko, &st->db, err);
   if (rc) {
     mr_error_wrap(err, "store_open %s", url);

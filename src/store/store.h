@@ -50,6 +50,7 @@ typedef struct store store;
 typedef struct store_options {
   bool read_only;              /* open a SlateDB reader, no commits */
   uint64_t changelog_window;   /* 0 = STORE_CHANGELOG_WINDOW */
+  const char *cache_dir;       /* local object-store read cache (kv_open_options) or NULL */
 } store_options;
 
 /* sys/head: the latest snapshot and the count of batches that landed. */

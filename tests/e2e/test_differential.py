@@ -266,14 +266,16 @@ def run(con, stmt, side):
     return ("ok", len(res))
 
 
-def differential(tmp_path, name):
+def differential(tmp_path, name, store=None, env=None):
+    """store: moraine's store URL (default a temp folder); env: the
+    variables it needs (an object store's endpoint and credentials)."""
     feature = FEATURES[name]
     ref = {"file": tmp_path / "ref.ducklake", "data": tmp_path / "ref-data", "tmp": tmp_path / "ref-tmp"}
     mor = {"data": tmp_path / "mor-data", "tmp": tmp_path / "mor-tmp",
-           "store": "file://" + str(tmp_path / "store")}
+           "store": store or "file://" + str(tmp_path / "store")}
     for side in (ref, mor):
         side["tmp"].mkdir()
-    mor["server"] = Server("--store", mor["store"])
+    mor["server"] = Server("--store", mor["store"], env=env)
     try:
         rcon, mcon = attach(ref), attach(mor)
         for i, stmt in enumerate(feature["steps"]):
@@ -294,7 +296,7 @@ def differential(tmp_path, name):
     finally:
         assert mor["server"].stop() == 0
     # the catalog comes back from the store
-    mor["server"] = Server("--store", mor["store"])
+    mor["server"] = Server("--store", mor["store"], env=env)
     try:
         mcon = attach(mor)
         got = _norm(state(mcon, feature), mor)

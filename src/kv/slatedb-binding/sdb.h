@@ -42,13 +42,16 @@ enum sdb_extractor {
 };
 
 typedef struct sdb_open_args {
-  const char *url;       /* file://DIR, memory://[NAME], s3://BUCKET[/PREFIX] */
+  const char *url;       /* file://DIR, memory://[NAME], s3://BUCKET[/PREFIX],
+                            gs://BUCKET[/PREFIX], az://CONTAINER[/PREFIX] */
   uint32_t read_only;    /* 1: open a DbReader instead of a writer */
   uint32_t extractor;    /* enum sdb_extractor */
   uint32_t wal_flush_ms; /* writer: WAL flush interval; 0 = SlateDB default */
   uint32_t poll_ms;      /* reader: manifest poll interval; 0 = default */
   uint32_t deadline_ms;  /* open and writer writes: fail with SDB_TIMEOUT when
                             not done by then; 0 = no deadline */
+  const char *cache_dir; /* SlateDB's object-store read cache in this local
+                            folder (created if missing); NULL = none */
 } sdb_open_args;
 
 typedef struct sdb_db sdb_db;

@@ -23,13 +23,15 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use object_store::aws::AmazonS3Builder;
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::ObjectStore;
+use object_store::{ObjectStore, RetryConfig};
 use slatedb::config::{
-    DbReaderOptions, DurabilityLevel, FlushOptions, FlushType, ReadOptions, ScanOptions, Settings,
-    WriteOptions,
+    DbReaderOptions, DurabilityLevel, FlushOptions, FlushType, ObjectStoreCacheOptions,
+    ReadOptions, ScanOptions, Settings, WriteOptions,
 };
 use slatedb::{
     CloseReason, Db, DbIterator, DbReader, DbSnapshot, DbTransaction, ErrorKind, IsolationLevel,
@@ -186,8 +188,117 @@ fn named_memory_store(name: &str) -> Arc<InMemory> {
         .clone()
 }
 
+/// A store URL resolved: the object store SlateDB runs on, its root path, and
+/// for cloud stores a second client of the same store that gives up quickly
+/// (see `probe`).
+struct Resolved {
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    probe: Option<Arc<dyn ObjectStore>>,
+}
+
+/// Retries of the probe client: one, so that a wrong endpoint, credentials or
+/// bucket surface as the store's own answer rather than after object_store's
+/// default three minutes of retrying.
+fn probe_retry(deadline: Option<Duration>) -> RetryConfig {
+    RetryConfig {
+        max_retries: 1,
+        retry_timeout: deadline.unwrap_or(Duration::from_secs(10)),
+        ..RetryConfig::default()
+    }
+}
+
+/// Splits `scheme://BUCKET[/PREFIX]` into the bucket and the SlateDB root.
+fn bucket_and_prefix<'a>(url: &str, rest: &'a str, what: &str) -> Res<(&'a str, Path)> {
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if bucket.is_empty() {
+        return Err(invalid(format!("store url `{url}` names no {what}")));
+    }
+    Ok((bucket, Path::from(prefix.trim_matches('/'))))
+}
+
+/// The value of `key` in section `section` of an AWS shared config file
+/// (INI: `[section]` headers, `key = value` lines, `#`/`;` comments).
+fn ini_value(text: &str, section: &str, key: &str) -> Option<String> {
+    let mut inside = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            inside = name.trim() == section;
+            continue;
+        }
+        if inside {
+            if let Some((k, v)) = line.split_once('=') {
+                if k.trim() == key {
+                    return Some(v.trim().to_string());
+                }
+            }
+        }
+    }
+    None
+}
+
+/// object_store reads only the AWS_* variables; the AWS tools also read
+/// static keys and region from a profile (AWS_PROFILE, default `default`) in
+/// the shared files ~/.aws/credentials and ~/.aws/config (or the files named
+/// by AWS_SHARED_CREDENTIALS_FILE / AWS_CONFIG_FILE). Variables win.
+fn with_aws_profile(mut b: AmazonS3Builder) -> AmazonS3Builder {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let profile = env("AWS_PROFILE").unwrap_or_else(|| "default".to_string());
+    let home = env("HOME").map(std::path::PathBuf::from);
+    let file = |var: &str, name: &str| -> Option<String> {
+        let path = env(var)
+            .map(std::path::PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".aws").join(name)))?;
+        std::fs::read_to_string(path).ok()
+    };
+    if env("AWS_ACCESS_KEY_ID").is_none() {
+        if let Some(text) = file("AWS_SHARED_CREDENTIALS_FILE", "credentials") {
+            let get = |k: &str| ini_value(&text, &profile, k);
+            if let (Some(id), Some(secret)) =
+                (get("aws_access_key_id"), get("aws_secret_access_key"))
+            {
+                b = b.with_access_key_id(id).with_secret_access_key(secret);
+                if let Some(token) = get("aws_session_token") {
+                    b = b.with_token(token);
+                }
+            }
+        }
+    }
+    if let Some(text) = file("AWS_CONFIG_FILE", "config") {
+        // ~/.aws/config names sections `profile NAME`, except `default`.
+        let section = if profile == "default" {
+            profile.clone()
+        } else {
+            format!("profile {profile}")
+        };
+        let get = |k: &str| ini_value(&text, &section, k);
+        if env("AWS_REGION").is_none() && env("AWS_DEFAULT_REGION").is_none() {
+            if let Some(region) = get("region") {
+                b = b.with_region(region);
+            }
+        }
+        if env("AWS_ENDPOINT").is_none() && env("AWS_ENDPOINT_URL").is_none() {
+            if let Some(endpoint) = get("endpoint_url") {
+                b = b.with_endpoint(endpoint);
+            }
+        }
+    }
+    b
+}
+
 /// Maps a store URL to an object store and the SlateDB root path inside it.
-fn resolve_store(url: &str) -> Res<(Arc<dyn ObjectStore>, Path)> {
+/// Cloud stores take endpoint and credentials from each cloud's standard
+/// environment variables (kv.h lists them).
+fn resolve_store(url: &str, deadline: Option<Duration>) -> Res<Resolved> {
+    let local = |store: Arc<dyn ObjectStore>| Resolved {
+        store,
+        path: Path::from(""),
+        probe: None,
+    };
     if let Some(rest) = url.strip_prefix("file://") {
         if rest.is_empty() {
             return Err(invalid("file:// url names no folder"));
@@ -215,7 +326,7 @@ fn resolve_store(url: &str) -> Res<(Arc<dyn ObjectStore>, Path)> {
                 )
             })?
             .with_fsync(true);
-        return Ok((Arc::new(fs), Path::from("")));
+        return Ok(local(Arc::new(fs)));
     }
     if let Some(name) = url.strip_prefix("memory://") {
         let store: Arc<dyn ObjectStore> = if name.is_empty() {
@@ -223,22 +334,94 @@ fn resolve_store(url: &str) -> Res<(Arc<dyn ObjectStore>, Path)> {
         } else {
             named_memory_store(name)
         };
-        return Ok((store, Path::from("")));
+        return Ok(local(store));
     }
-    if let Some(rest) = url.strip_prefix("s3://") {
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        if bucket.is_empty() {
-            return Err(invalid(format!("s3 url `{url}` names no bucket")));
-        }
-        let s3 = AmazonS3Builder::from_env()
-            .with_bucket_name(bucket)
-            .build()
-            .map_err(|e| invalid(format!("cannot configure s3 store: {e}")))?;
-        return Ok((Arc::new(s3), Path::from(prefix.trim_matches('/'))));
+    // Each cloud: a builder from the environment, built twice — SlateDB's
+    // client with object_store's default retries, and the probe's.
+    type Build = Box<dyn Fn(RetryConfig) -> Result<Arc<dyn ObjectStore>, object_store::Error>>;
+    let (path, build): (Path, Build) = if let Some(rest) = url.strip_prefix("s3://") {
+        let (bucket, path) = bucket_and_prefix(url, rest, "bucket")?;
+        let b = with_aws_profile(AmazonS3Builder::from_env()).with_bucket_name(bucket);
+        (
+            path,
+            Box::new(move |r| Ok(Arc::new(b.clone().with_retry(r).build()?) as _)),
+        )
+    } else if let Some(rest) = url.strip_prefix("gs://") {
+        let (bucket, path) = bucket_and_prefix(url, rest, "bucket")?;
+        let b = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
+        (
+            path,
+            Box::new(move |r| Ok(Arc::new(b.clone().with_retry(r).build()?) as _)),
+        )
+    } else if let Some(rest) = url.strip_prefix("az://") {
+        let (container, path) = bucket_and_prefix(url, rest, "container")?;
+        let b = MicrosoftAzureBuilder::from_env().with_container_name(container);
+        (
+            path,
+            Box::new(move |r| Ok(Arc::new(b.clone().with_retry(r).build()?) as _)),
+        )
+    } else {
+        return Err(invalid(format!(
+            "unsupported store url `{url}`: expected file://, memory://, s3://, gs:// or az://"
+        )));
+    };
+    let configure = |e: object_store::Error| {
+        invalid(format!(
+            "cannot configure {url}: {}",
+            one_line(&e.to_string())
+        ))
+    };
+    Ok(Resolved {
+        store: build(RetryConfig::default()).map_err(configure)?,
+        probe: Some(build(probe_retry(deadline)).map_err(configure)?),
+        path,
+    })
+}
+
+/// Error texts of the HTTP stack span lines; moraine reports one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One LIST under the store's root through the quick-failing client, before
+/// SlateDB opens: SlateDB retries a failing object store forever, so without
+/// this a wrong endpoint, credentials or bucket would only ever show as the
+/// open deadline passing, with no reason.
+async fn probe(store: &Arc<dyn ObjectStore>, path: &Path, url: &str) -> Res<()> {
+    match store.list_with_delimiter(Some(path)).await {
+        Ok(_) => Ok(()),
+        Err(e) => Err(fail(
+            SDB_UNAVAILABLE,
+            format!(
+                "the object store refused {url}: {}",
+                one_line(&e.to_string())
+            ),
+        )),
     }
-    Err(invalid(format!(
-        "unsupported store url `{url}`: expected file://, memory:// or s3://"
-    )))
+}
+
+/// SlateDB's object-store cache on a local folder: SST parts read from the
+/// object store are kept there (up to 1 GiB here, not SlateDB's 16 GiB
+/// default, which could fill a small disk), so a restart or a read of an old
+/// snapshot reads them locally. Writes are not cached: every commit writes a
+/// WAL object, and a local copy of each would only slow the commit path.
+fn cache_options(dir: &str) -> Res<ObjectStoreCacheOptions> {
+    if dir.is_empty() {
+        return Err(invalid("empty cache folder"));
+    }
+    let dir = std::path::PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        fail(
+            SDB_UNAVAILABLE,
+            format!("cannot create {}: {e}", dir.display()),
+        )
+    })?;
+    Ok(ObjectStoreCacheOptions {
+        root_folder: Some(dir),
+        max_cache_size_bytes: Some(1 << 30),
+        cache_puts: false,
+        ..ObjectStoreCacheOptions::default()
+    })
 }
 
 /// A reader cannot create a store: report a missing one as SDB_NOT_FOUND
@@ -354,6 +537,7 @@ pub struct SdbOpenArgs {
     wal_flush_ms: u32,
     poll_ms: u32,
     deadline_ms: u32,
+    cache_dir: *const c_char,
 }
 
 /// Writer reads see only durable data: a batch still waiting for its WAL
@@ -511,12 +695,28 @@ pub unsafe extern "C" fn sdb_open(
         let url = CStr::from_ptr(a.url)
             .to_str()
             .map_err(|_| invalid("store url is not UTF-8"))?;
-        let (store, path) = resolve_store(url)?;
+        let deadline = (a.deadline_ms > 0).then(|| Duration::from_millis(a.deadline_ms as u64));
+        let cache = if a.cache_dir.is_null() {
+            ObjectStoreCacheOptions::default()
+        } else {
+            let dir = CStr::from_ptr(a.cache_dir)
+                .to_str()
+                .map_err(|_| invalid("cache folder is not UTF-8"))?;
+            cache_options(dir)?
+        };
+        let Resolved {
+            store,
+            path,
+            probe: quick,
+        } = resolve_store(url, deadline)?;
         let extractor = extractor(a.extractor)?;
         let rt = new_runtime()?;
-        let deadline = (a.deadline_ms > 0).then(|| Duration::from_millis(a.deadline_ms as u64));
+        if let Some(quick) = &quick {
+            within(&rt, deadline, "opening the store", probe(quick, &path, url))?;
+        }
         let kind = if a.read_only != 0 {
             let mut options = DbReaderOptions::default();
+            options.object_store_cache_options = cache;
             if a.poll_ms > 0 {
                 let poll = Duration::from_millis(a.poll_ms as u64);
                 options.manifest_poll_interval = poll;
@@ -528,7 +728,12 @@ pub unsafe extern "C" fn sdb_open(
                 extractor,
                 options,
             };
-            within(&rt, deadline, "opening the store", require_store(&args.store, &args.path, url))?;
+            within(
+                &rt,
+                deadline,
+                "opening the store",
+                require_store(&args.store, &args.path, url),
+            )?;
             let reader = within(&rt, deadline, "opening the store", args.build())?;
             Store::Reader(ReaderSlot {
                 current: RwLock::new(Arc::new(reader)),
@@ -536,6 +741,7 @@ pub unsafe extern "C" fn sdb_open(
             })
         } else {
             let mut settings = Settings::default();
+            settings.object_store_cache_options = cache;
             if a.wal_flush_ms > 0 {
                 settings.flush_interval = Some(Duration::from_millis(a.wal_flush_ms as u64));
             }
