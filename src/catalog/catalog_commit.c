@@ -882,7 +882,22 @@ void catalog_free(catalog *c) {
   free(c);
 }
 
+/* pg_database_size: the bytes of every key and value of the store (one
+ * scan; history and time travel included, as they are the catalog's). */
+static mr_status catalog_size(void *ctx, uint64_t *bytes, mr_error *err) {
+  catalog *c = ctx;
+  store_census cs;
+  mr_status rc = store_take_census(c->st, &cs, err);
+  if (rc)
+    return rc;
+  *bytes = 0;
+  for (size_t i = 0; i < MR_SS_COUNT; i++)
+    *bytes += cs.subspace[i].bytes;
+  return MR_OK;
+}
+
 void catalog_install_hooks(catalog *c) {
   sql_commit_hooks h = {c, catalog_prepare, catalog_finished, catalog_known_table};
   sql_engine_set_commit_hooks(c->e, &h);
+  sql_engine_set_size_fn(c->e, catalog_size, c);
 }

@@ -61,8 +61,8 @@ static void row_of(rows *r, sql_change_op op, const char *table, const char *con
   for (size_t i = 0; i < t->ncols; i++) {
     r->names[i] = t->cols[i].name;
     r->types[i] = t->cols[i].type;
-    r->cells[i] = vals[i] ? (sql_value){vals[i], strlen(vals[i]), false}
-                          : (sql_value){NULL, 0, true};
+    r->cells[i] =
+        vals[i] ? (sql_value){vals[i], strlen(vals[i]), false} : (sql_value){NULL, 0, true};
   }
   r->b = (sql_change_batch){op, NULL, "public", table, t->ncols, r->names, r->types, 1, r->cells};
 }
@@ -74,8 +74,8 @@ static void snapshot(rows *r, const char *id) {
 
 /* ducklake_column (column_id, begin, end, table_id 1, order, name, INTEGER) */
 static void column(rows *r, sql_change_op op, const char *id, const char *begin, const char *end) {
-  const char *v[] = {id,   begin, end,  "1",  id,     "c" /* name */, "int32",
-                     NULL, NULL,  "true", NULL, NULL, NULL};
+  const char *v[] = {id,   begin,  end,  "1",  id,  "c" /* name */, "int32", NULL,
+                     NULL, "true", NULL, NULL, NULL};
   row_of(r, op, "ducklake_column", v);
 }
 
