@@ -293,3 +293,21 @@ def test_child_row_without_parent_is_refused(tmp_path, store):
             assert pg.execute("SELECT count(*) FROM ducklake_column_tag").fetchone() == (0,)
     finally:
         assert server.stop() == 0
+
+
+def test_quoted_identifiers_everywhere(tmp_path, store):
+    # DuckLake's catalog/quoted_identifiers with a valid connection string
+    # (the suite's own appends quotes to it, which libpq cannot parse)
+    server = Server("--store", store)
+    try:
+        con = connect()
+        con.execute(f"""ATTACH 'ducklake:postgres:{server.dsn()}' AS lake (DATA_PATH
+            '{tmp_path}/data ''quoted'' "path"', METADATA_SCHEMA '''quoted'' catalog "schema"')""")
+        con.execute('''CREATE TABLE lake."quoted 'table' ""name"""("quoted 'column' ""name""" INTEGER)''')
+        con.execute('''INSERT INTO lake."quoted 'table' ""name""" VALUES (42)''')
+        assert con.execute('''SELECT "quoted 'column' ""name""" FROM lake."quoted 'table' ""name"""'''
+                           ).fetchall() == [(42,)]
+        con.execute('''DROP TABLE lake."quoted 'table' ""name"""''')
+        con.close()
+    finally:
+        assert server.stop() == 0
