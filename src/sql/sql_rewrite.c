@@ -77,13 +77,14 @@ static bool regex_pattern(const char *sql, const sql_toks *t, size_t i, bool *ic
          (sql_tok_punct(t, i - 3, '(') || sql_tok_punct(t, i - 3, '.'));
 }
 
-/* `COLLATE pg_catalog.default` or `COLLATE "default"` at i: the index of
- * its last token, else 0. */
+/* The collation name default, bare (after pg_catalog.) or quoted. */
 static bool default_name(const char *sql, const sql_toks *t, size_t i) {
   return sql_tok_is(sql, t, i, "default") || (i < t->n && t->v[i].end - t->v[i].start == 9 &&
                                               strncmp(sql + t->v[i].start, "\"default\"", 9) == 0);
 }
 
+/* `COLLATE pg_catalog.default` or `COLLATE "default"` at i: the index of
+ * its last token, else 0. */
 static size_t default_collation(const char *sql, const sql_toks *t, size_t i) {
   if (!sql_tok_is(sql, t, i, "collate"))
     return 0;
@@ -104,8 +105,7 @@ static size_t set_fn_alias(const char *sql, const sql_toks *t, size_t i) {
   if (p == 0 || !(sql_tok_is(sql, t, p - 1, "from") || sql_tok_is(sql, t, p - 1, "join") ||
                   sql_tok_punct(t, p - 1, ',')))
     return 0;
-  if (!(is_ident(sql, t, i, "unnest") || is_ident(sql, t, i, "generate_series") ||
-        sql_tok_is(sql, t, i, "unnest")) ||
+  if (!(is_ident(sql, t, i, "unnest") || is_ident(sql, t, i, "generate_series")) ||
       !sql_tok_punct(t, i + 1, '('))
     return 0;
   size_t j = i + 1;
