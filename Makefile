@@ -9,6 +9,9 @@
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 30)
 #   make bench      benchmarks (prints the tables recorded in BENCHMARK.md)
 #   make format / make lint
+#   make ducklake-suite  DuckLake's own test suite against the freshly built
+#                   server (not part of make test: needs a local copy of the
+#                   suite, DUCKLAKE_SUITE; see tests/ducklake-suite/README.md)
 
 SHELL := /bin/bash
 GENERATOR := $(shell command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")
@@ -20,8 +23,12 @@ SANITIZE_STORE_OPS ?= 60
 PY := .venv/bin/python
 MORAINE := build/src/cli/moraine
 ARGS ?=
+# a folder holding test/sql and data/ of duckdb/ducklake at tag v1.5-variegata
+DUCKLAKE_SUITE ?= /tmp/ducklake
+SUITE_ARGS ?=
 
-.PHONY: all deps build serve test test-unit test-e2e sanitize valgrind fuzz bench format lint clean
+.PHONY: all deps build serve test test-unit test-e2e sanitize valgrind fuzz bench format lint clean \
+  ducklake-suite
 
 all: build
 
@@ -62,6 +69,20 @@ fuzz: deps
 	  seeds=tests/fuzz/seeds/$$(basename $$f); [ -d "$$seeds" ] || seeds=; \
 	  set -o pipefail; "$$f" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus/$$(basename $$f) $$seeds 2>&1 | tail -n 3 || exit 1; \
 	done
+
+# Every file of the suite, each against a fresh server started from the
+# binary just built; fails on any failure not listed in expected-failures.txt.
+ducklake-suite: build
+	@if [ ! -d "$(DUCKLAKE_SUITE)/test/sql" ]; then \
+	  echo "ducklake-suite: no DuckLake test suite at DUCKLAKE_SUITE=$(DUCKLAKE_SUITE)"; \
+	  echo "  (it needs test/sql and data/ of duckdb/ducklake, tag v1.5-variegata:"; \
+	  echo "   see tests/ducklake-suite/README.md); nothing was run"; \
+	  exit 1; \
+	fi
+	$(PY) tests/ducklake-suite/slt.py --tests "$(DUCKLAKE_SUITE)" --config moraine \
+	  --moraine $(CURDIR)/$(MORAINE) --out $(CURDIR)/build/ducklake-suite.tsv \
+	  --logs $(CURDIR)/build/ducklake-suite-logs \
+	  --expect-fail $(CURDIR)/tests/ducklake-suite/expected-failures.txt $(SUITE_ARGS)
 
 bench: build
 	build/bench/store/bench_store

@@ -7,7 +7,11 @@
  * table is a put (INSERT) or an end (UPDATE ... end_snapshot); a child row
  * merges into its parent record, read from this commit's pending set or from
  * the store; stats, options, tags, gc files, schema versions and inline rows
- * are overwritten or deleted in place. The pending set is then written as
+ * are overwritten or deleted in place. Child rows are replayed after every
+ * other row of the commit (DuckLake may send a column's tag before the
+ * column), so a child finds a parent created anywhere in the commit; one
+ * whose parent exists nowhere refuses the commit (23503). The pending set is
+ * then written as
  * one store_commit conditioned on the head (sql_changes.begin_seq must equal
  * commit_seq: nothing else committed since the transaction began).
  */
@@ -46,6 +50,7 @@ typedef struct txn {
   uint64_t *targets; /* data files targeted by delete files / inline deletes */
   size_t ntargets;
   bool untargeted;
+  const char *sqlstate; /* set by a failure that is the client's, not ours */
   mr_error *err;
 } txn;
 
@@ -166,6 +171,11 @@ static mr_status current_msg(txn *t, const mr_key *k, ProtobufCMessage **out) {
   }
   if (p && (p->op == OP_DEL || p->op == OP_FORGET)) /* removed by this commit */
     return mr_fail(t->err, MR_ERR_NOT_FOUND, "catalog: the record is removed by this commit");
+  pend *e = p == NULL && versioned(k->kind) ? find(t, k, OP_END) : NULL;
+  if (e) { /* ended by this commit, no successor: its children change with it */
+    *out = e->msg;
+    return MR_OK;
+  }
   ProtobufCMessage *m = NULL;
   mr_status rc = store_get(t->c->st, k, &m, t->err);
   if (rc)
@@ -320,6 +330,22 @@ static mr_status option_key(txn *t, const sql_change_batch *b, size_t row, mr_ke
   return MR_OK;
 }
 
+/* Refuses a child row whose parent record is neither stored nor created by
+ * this commit: the store has nowhere to keep it, and dropping it silently
+ * would lose what the client wrote. */
+static mr_status missing_parent(txn *t, const catalog_table *tb, const mr_key *k) {
+  const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
+  char ids[160] = "";
+  size_t n = 0;
+  for (unsigned i = 0; i < ki->ncomp && n < sizeof ids; i++)
+    n += (size_t)snprintf(ids + n, sizeof ids - n, "%s%s %lld", i ? ", " : "", ki->comp[i],
+                          (long long)k->c[i]);
+  t->sqlstate = SQLSTATE_FOREIGN_KEY_VIOLATION;
+  return mr_fail(t->err, MR_ERR_INVALID,
+                 "%s row refers to %s (%s), which neither exists nor is created by this commit",
+                 tb->name, catalog_parent_table(k->kind), ids);
+}
+
 /* Children, tag entries and option entries: merge into the container. */
 static mr_status do_child(txn *t, const catalog_table *tb, const sql_change_batch *b, size_t row) {
   mr_key k;
@@ -342,7 +368,7 @@ static mr_status do_child(txn *t, const catalog_table *tb, const sql_change_batc
       cat_msg_set_i64(parent, ki->comp[i], (int64_t)k.c[i]);
     rc = add(t, &k, OP_PUT, parent);
   } else if (rc == MR_ERR_NOT_FOUND) {
-    return mr_error_wrap(t->err, "catalog: %s row without its parent record", tb->name);
+    return missing_parent(t, tb, &k);
   }
   if (rc)
     return rc;
@@ -620,6 +646,14 @@ static mr_status do_batch(txn *t, const sql_change_batch *b) {
   return rc;
 }
 
+/* Rows embedded in a parent record (column tags, partition columns, ...). */
+static bool child_batch(const sql_change_batch *b) {
+  if (b->op == SQL_CHANGE_DDL)
+    return false;
+  const catalog_table *tb = catalog_table_find(b->table);
+  return tb && tb->role == CAT_CHILD;
+}
+
 /* ---- finishing ------------------------------------------------------------------ */
 
 static mr_status finish(txn *t) {
@@ -782,10 +816,14 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
   t.c = c;
   t.err = &e;
   store_head head = store_get_head(c->st);
-  for (size_t i = 0; !rc && i < changes->nbatches; i++)
-    rc = do_batch(&t, &changes->batches[i]);
+  /* parents before children: pass 0 replays every batch but child rows */
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; !rc && i < changes->nbatches; i++)
+      if (child_batch(&changes->batches[i]) == (pass == 1))
+        rc = do_batch(&t, &changes->batches[i]);
   if (!rc)
     rc = finish(&t);
+  const char *sqlstate = t.sqlstate;
   bool any = t.snap != NULL;
   for (size_t i = 0; !any && i < t.n; i++)
     any = !t.p[i].dead;
@@ -808,7 +846,8 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
     return sql_fail(err, rc, store_sqlstate(rc), "%s", c->failed_msg);
   }
   if (rc)
-    return sql_fail(err, rc, SQLSTATE_INTERNAL_ERROR, "moraine: catalog commit failed: %s", e.msg);
+    return sql_fail(err, rc, sqlstate ? sqlstate : SQLSTATE_INTERNAL_ERROR,
+                    "moraine: catalog commit failed: %s", e.msg);
   return MR_OK;
 }
 
@@ -843,7 +882,22 @@ void catalog_free(catalog *c) {
   free(c);
 }
 
+/* pg_database_size: the bytes of every key and value of the store (one
+ * scan; history and time travel included, as they are the catalog's). */
+static mr_status catalog_size(void *ctx, uint64_t *bytes, mr_error *err) {
+  catalog *c = ctx;
+  store_census cs;
+  mr_status rc = store_take_census(c->st, &cs, err);
+  if (rc)
+    return rc;
+  *bytes = 0;
+  for (size_t i = 0; i < MR_SS_COUNT; i++)
+    *bytes += cs.subspace[i].bytes;
+  return MR_OK;
+}
+
 void catalog_install_hooks(catalog *c) {
   sql_commit_hooks h = {c, catalog_prepare, catalog_finished, catalog_known_table};
   sql_engine_set_commit_hooks(c->e, &h);
+  sql_engine_set_size_fn(c->e, catalog_size, c);
 }

@@ -48,6 +48,10 @@ size_t cat_msg_nrep(const ProtobufCMessage *m, const char *fname, ProtobufCMessa
  * one named skip (may be NULL)? */
 bool cat_msg_same(const ProtobufCMessage *a, const ProtobufCMessage *b, const char *skip);
 
+/* The DuckLake table whose rows are the records of `kind` (the parent of
+ * that kind's child rows), e.g. "ducklake_column"; "a record" if none. */
+const char *catalog_parent_table(mr_key_kind kind);
+
 /* Builds the key of `kind` from msg's fields named as the key components. */
 bool cat_key_from_msg(mr_key_kind kind, const ProtobufCMessage *msg, mr_key *k);
 

@@ -159,6 +159,13 @@ const catalog_table *catalog_table_find(const char *name) {
   return NULL;
 }
 
+const char *catalog_parent_table(mr_key_kind kind) {
+  for (size_t i = 0; i < NTABLES; i++)
+    if (tables[i].kind == kind && tables[i].field == NULL)
+      return tables[i].name;
+  return "a record";
+}
+
 /* ---- DDL parsing ---------------------------------------------------------- */
 
 static const char *skip_ws(const char *p) {

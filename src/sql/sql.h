@@ -147,6 +147,13 @@ void sql_engine_close(sql_engine *e);
 /* Registers (or clears, with NULL) the commit hooks; call before serving. */
 void sql_engine_set_commit_hooks(sql_engine *e, const sql_commit_hooks *hooks);
 
+/* The catalog's size in bytes, answered by the layer that owns the store
+ * (pg_database_size). Called from query threads, concurrently. */
+typedef mr_status (*sql_size_fn)(void *ctx, uint64_t *bytes, mr_error *err);
+/* Registers the size function; call before serving. Without one,
+ * pg_database_size fails with a clear message. */
+void sql_engine_set_size_fn(sql_engine *e, sql_size_fn fn, void *ctx);
+
 /* Pre-load: runs SQL outside any session (no capture, no hooks). */
 mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) MR_MUST_CHECK;
 

@@ -136,12 +136,21 @@
   X("pg_my_temp_schema", "postgres extension")                                                     \
   X("pg_is_in_recovery", "clients")                                                                \
   X("pg_table_is_visible", "psql")                                                                 \
+  X("pg_type_is_visible", "psql (\\dT)")                                                           \
+  X("pg_function_is_visible", "psql (\\df)")                                                       \
+  X("pg_get_function_result", "psql (\\df)")                                                       \
+  X("pg_get_function_arguments", "psql (\\df)")                                                    \
+  X("pg_get_viewdef", "psql (\\d+ of a view)")                                                     \
+  X("pg_get_statisticsobjdef_columns", "psql (\\d)")                                               \
+  X("pg_relation_is_publishable", "psql (\\d)")                                                    \
+  X("array_upper", "psql (\\d)")                                                                   \
+  X("pg_table_size", "psql (\\dt+)")                                                               \
   X("pg_get_expr", "psql")                                                                         \
   X("pg_get_constraintdef", "psql")                                                                \
   X("pg_get_indexdef", "psql")                                                                     \
   X("pg_relation_size", "clients")                                                                 \
   X("pg_total_relation_size", "clients")                                                           \
-  X("pg_database_size", "DuckLake (database size)")                                                \
+  X("pg_database_size", "DuckLake (PRAGMA database_size)")                                         \
   X("pg_size_pretty", "clients")                                                                   \
   X("current_user", "clients")                                                                     \
   X("session_user", "clients")                                                                     \
@@ -165,7 +174,20 @@
   X("pg_views")                                                                                    \
   X("pg_database")                                                                                 \
   X("pg_roles")                                                                                    \
-  X("pg_settings")
+  X("pg_settings")                                                                                 \
+  X("pg_am")                                                                                       \
+  X("pg_attrdef")                                                                                  \
+  X("pg_collation")                                                                                \
+  X("pg_index")                                                                                    \
+  X("pg_policy")                                                                                   \
+  X("pg_statistic_ext")                                                                            \
+  X("pg_publication")                                                                              \
+  X("pg_publication_namespace")                                                                    \
+  X("pg_publication_rel")                                                                          \
+  X("pg_inherits")                                                                                 \
+  X("pg_auth_members")                                                                             \
+  X("pg_extension")                                                                                \
+  X("pg_proc")
 
 /* X(type name as libpg_query spells it): column types an inlined data table
  * may have (DuckLake's PostgreSQL spelling of each DuckDB type). */

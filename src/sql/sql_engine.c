@@ -137,6 +137,50 @@ static mr_status engine_lock_down(duckdb_connection con, sql_error *err) {
   return MR_OK;
 }
 
+/* mr_catalog_bytes(): the catalog's size from the registered size function
+ * (behind pg_database_size); volatile, the store grows as commits land. */
+static void catalog_bytes(duckdb_function_info info, duckdb_data_chunk input,
+                          duckdb_vector output) {
+  sql_engine *e = duckdb_scalar_function_get_extra_info(info);
+  if (e->size_fn == NULL) {
+    duckdb_scalar_function_set_error(info, "moraine: this server does not know its catalog size");
+    return;
+  }
+  uint64_t bytes = 0;
+  mr_error err;
+  mr_error_clear(&err);
+  if (e->size_fn(e->size_ctx, &bytes, &err) != MR_OK) {
+    duckdb_scalar_function_set_error(info, err.msg);
+    return;
+  }
+  int64_t *out = duckdb_vector_get_data(output);
+  idx_t n = duckdb_data_chunk_get_size(input);
+  for (idx_t i = 0; i < (n ? n : 1); i++)
+    out[i] = (int64_t)bytes;
+}
+
+static mr_status register_catalog_bytes(sql_engine *e, sql_error *err) {
+  duckdb_scalar_function f = duckdb_create_scalar_function();
+  duckdb_scalar_function_set_name(f, "mr_catalog_bytes");
+  duckdb_logical_type t = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+  duckdb_scalar_function_set_return_type(f, t);
+  duckdb_destroy_logical_type(&t);
+  duckdb_scalar_function_set_volatile(f);
+  duckdb_scalar_function_set_extra_info(f, e, NULL);
+  duckdb_scalar_function_set_function(f, catalog_bytes);
+  duckdb_state st = duckdb_register_scalar_function(e->admin, f);
+  duckdb_destroy_scalar_function(&f);
+  if (st != DuckDBSuccess)
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                    "cannot register mr_catalog_bytes");
+  return MR_OK;
+}
+
+void sql_engine_set_size_fn(sql_engine *e, sql_size_fn fn, void *ctx) {
+  e->size_fn = fn;
+  e->size_ctx = ctx;
+}
+
 mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_error *err) {
   *out = NULL;
   sql_engine *e = calloc(1, sizeof *e);
@@ -203,6 +247,8 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
     return sql_fail(err, MR_ERR_IO, SQLSTATE_INTERNAL_ERROR, "cannot read DuckDB's database name");
   }
   rc = sql_exec(e->admin, "CREATE SCHEMA IF NOT EXISTS public", err);
+  if (rc == MR_OK)
+    rc = register_catalog_bytes(e, err);
   if (rc == MR_OK)
     rc = sql_pgcatalog_install(e->admin, e->dbname, e->version, err);
   if (rc == MR_OK) {

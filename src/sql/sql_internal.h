@@ -42,6 +42,8 @@ struct sql_engine {
   char *dbname;          /* DuckDB database holding the catalog tables */
   char *search_path_sql; /* SET search_path = ... for every connection */
   char *version;         /* "15.0 (moraine x.y.z)" */
+  sql_size_fn size_fn;   /* pg_database_size's answer; set before serving */
+  void *size_ctx;
 };
 
 /* ---- change capture (sql_capture.c) ------------------------------------ */

@@ -5,7 +5,8 @@
  *
  * The views are written for the exact queries DuckDB's postgres extension
  * sends (postgres_schema_set / table_set / type_set / index_set on the v1.5
- * line) and for simple psql use; they are not a complete pg_catalog.
+ * line) and for psql's \d family (the catalogs of objects moraine has
+ * none of are present and empty); they are not a complete pg_catalog.
  */
 #include "sql/sql_pgcatalog.h"
 #include "sql/sql_state.h"
@@ -155,17 +156,19 @@ static const char *const catalog_sql[] = {
     "SELECT table_oid::BIGINT AS oid, table_name AS relname, schema_oid::BIGINT AS relnamespace, "
     "'r' AS relkind, 0::INTEGER AS relpages, estimated_size::FLOAT AS reltuples, "
     "index_count > 0 AS relhasindex, table_oid::BIGINT AS xmin, 10::BIGINT AS relowner, "
-    "0::BIGINT AS reltype, 0::BIGINT AS relam, table_oid::BIGINT AS relfilenode, "
+    "0::BIGINT AS reltype, 2::BIGINT AS relam, table_oid::BIGINT AS relfilenode, "
     "'p' AS relpersistence, column_count::SMALLINT AS relnatts, false AS relispartition, "
     "false AS relhasrules, false AS relhastriggers, false AS relrowsecurity, "
     "false AS relforcerowsecurity, check_constraint_count::SMALLINT AS relchecks, "
-    "NULL::VARCHAR AS relacl, NULL::VARCHAR AS reloptions, 0::BIGINT AS reltablespace, "
-    "0::BIGINT AS reltoastrelid, false AS relhassubclass "
+    "NULL::VARCHAR[] AS relacl, NULL::VARCHAR[] AS reloptions, 0::BIGINT AS reltablespace, "
+    "0::BIGINT AS reltoastrelid, false AS relhassubclass, 0::BIGINT AS reloftype, "
+    "'d' AS relreplident, NULL::VARCHAR AS relpartbound "
     "FROM duckdb_tables() WHERE database_name = @DB@ AND NOT temporary "
     "UNION ALL "
     "SELECT view_oid::BIGINT, view_name, schema_oid::BIGINT, 'v', 0, 0, false, view_oid::BIGINT, "
     "10, 0, 0, 0, 'p', column_count::SMALLINT, false, false, false, false, false, 0, NULL, NULL, "
-    "0, 0, false FROM duckdb_views() WHERE database_name = @DB@ AND NOT internal AND NOT temporary",
+    "0, 0, false, 0, 'n', NULL FROM duckdb_views() "
+    "WHERE database_name = @DB@ AND NOT internal AND NOT temporary",
 
     "CREATE TABLE " SQL_PGCAT_DB ".main.moraine_types (duck_name VARCHAR, oid BIGINT)",
     /* moraine_types rows are inserted from sql_types.h (install below) */
@@ -184,7 +187,8 @@ static const char *const catalog_sql[] = {
     "0::INTEGER AS attndims, NOT c.is_nullable AS attnotnull, false AS attisdropped, "
     "c.column_default IS NOT NULL AS atthasdef, -1::SMALLINT AS attlen, "
     "'' AS attidentity, '' AS attgenerated, 0::BIGINT AS attcollation, "
-    "false AS attislocal, -1::INTEGER AS attstattarget "
+    "false AS attislocal, -1::INTEGER AS attstattarget, 'p' AS attstorage, "
+    "'' AS attcompression "
     "FROM duckdb_columns() c "
     "LEFT JOIN " SQL_PGCAT_DB ".main.moraine_types t ON t.duck_name = "
     "CASE WHEN c.data_type LIKE 'DECIMAL(%' THEN 'DECIMAL' ELSE upper(c.data_type) END "
@@ -230,7 +234,8 @@ static const char *const catalog_sql[] = {
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_database AS "
     "SELECT 1::BIGINT AS oid, @DB@ AS datname, 10::BIGINT AS datdba, 6 AS encoding, "
     "'C' AS datcollate, 'C' AS datctype, false AS datistemplate, true AS datallowconn, "
-    "-1 AS datconnlimit, NULL::VARCHAR AS datacl",
+    "-1 AS datconnlimit, NULL::VARCHAR[] AS datacl, 'c' AS datlocprovider, "
+    "NULL::VARCHAR AS daticulocale",
 
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_roles AS "
     "SELECT 10::BIGINT AS oid, 'moraine' AS rolname, true AS rolsuper, true AS rolinherit, "
@@ -270,12 +275,98 @@ static const char *const catalog_sql[] = {
     "CREATE MACRO " SQL_PGCAT_DB ".main.pg_is_in_recovery() AS false",
     "CREATE MACRO " SQL_PGCAT_DB ".main.format_type(type_oid, typemod) AS ("
     "SELECT max(typname) FROM " SQL_PGCAT_DB ".main.pg_type WHERE oid = type_oid)",
-    "CREATE MACRO " SQL_PGCAT_DB ".main.obj_description(o, c) AS NULL::VARCHAR",
-    "CREATE MACRO " SQL_PGCAT_DB ".main.col_description(o, n) AS NULL::VARCHAR",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.obj_description(o, c) AS ("
+    "SELECT max(description) FROM " SQL_PGCAT_DB ".main.pg_description "
+    "WHERE objoid = o AND objsubid = 0 AND c = 'pg_class')",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.col_description(o, n) AS ("
+    "SELECT max(description) FROM " SQL_PGCAT_DB ".main.pg_description "
+    "WHERE objoid = o AND objsubid = n)",
     "CREATE MACRO " SQL_PGCAT_DB ".main.pg_get_userbyid(o) AS 'moraine'",
     "CREATE MACRO " SQL_PGCAT_DB ".main.pg_encoding_to_char(e) AS 'UTF8'",
     "CREATE MACRO " SQL_PGCAT_DB ".main.current_user() AS 'moraine'",
     "CREATE MACRO " SQL_PGCAT_DB ".main.session_user() AS 'moraine'",
+
+    /* what psql's \d family reads besides the relations above: PostgreSQL's
+     * catalogs of features moraine has none of (access methods other than
+     * heap, indexes as relations, policies, publications, inheritance,
+     * extended statistics, extensions, functions, role membership) are
+     * present and empty, so its queries run and print what PostgreSQL
+     * prints for a database without them */
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_am AS "
+    "SELECT 2::BIGINT AS oid, 'heap' AS amname, 'heap_tableam_handler' AS amhandler, "
+    "'t' AS amtype UNION ALL SELECT 403, 'btree', 'bthandler', 'i'",
+    "CREATE VIEW " SQL_PGCAT_DB ".main.pg_attrdef AS "
+    "SELECT (table_oid * 1000 + column_index)::BIGINT AS oid, table_oid::BIGINT AS adrelid, "
+    "column_index::SMALLINT AS adnum, column_default AS adbin FROM duckdb_columns() "
+    "WHERE database_name = @DB@ AND column_default IS NOT NULL",
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_collation (oid BIGINT, collname VARCHAR, "
+    "collnamespace BIGINT, collowner BIGINT, collprovider VARCHAR, collisdeterministic BOOLEAN, "
+    "collencoding INTEGER, collcollate VARCHAR, collctype VARCHAR)",
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_index (indexrelid BIGINT, indrelid BIGINT, "
+    "indnatts SMALLINT, indnkeyatts SMALLINT, indisunique BOOLEAN, indisprimary BOOLEAN, "
+    "indisexclusion BOOLEAN, indimmediate BOOLEAN, indisclustered BOOLEAN, indisvalid BOOLEAN, "
+    "indcheckxmin BOOLEAN, indisready BOOLEAN, indislive BOOLEAN, indisreplident BOOLEAN, "
+    "indkey VARCHAR, indexprs VARCHAR, indpred VARCHAR)",
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_policy (oid BIGINT, polname VARCHAR, polrelid BIGINT, "
+    "polcmd VARCHAR, polpermissive BOOLEAN, polroles BIGINT[], polqual VARCHAR, "
+    "polwithcheck VARCHAR)",
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_statistic_ext (oid BIGINT, stxrelid BIGINT, "
+    "stxname VARCHAR, stxnamespace BIGINT, stxowner BIGINT, stxstattarget INTEGER, "
+    "stxkeys SMALLINT[], stxkind VARCHAR[])",
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_publication (oid BIGINT, pubname VARCHAR, "
+    "pubowner BIGINT, puballtables BOOLEAN, pubinsert BOOLEAN, pubupdate BOOLEAN, "
+    "pubdelete BOOLEAN, pubtruncate BOOLEAN, pubviaroot BOOLEAN)",
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_publication_namespace (oid BIGINT, pnpubid BIGINT, "
+    "pnnspid BIGINT)",
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_publication_rel (oid BIGINT, prpubid BIGINT, "
+    "prrelid BIGINT, prqual VARCHAR, prattrs SMALLINT[])",
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_inherits (inhrelid BIGINT, inhparent BIGINT, "
+    "inhseqno INTEGER, inhdetachpending BOOLEAN)",
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_auth_members (roleid BIGINT, member BIGINT, "
+    "grantor BIGINT, admin_option BOOLEAN)",
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_extension (oid BIGINT, extname VARCHAR, "
+    "extowner BIGINT, extnamespace BIGINT, extrelocatable BOOLEAN, extversion VARCHAR)",
+    "CREATE TABLE " SQL_PGCAT_DB ".main.pg_proc (oid BIGINT, proname VARCHAR, "
+    "pronamespace BIGINT, proowner BIGINT, prokind VARCHAR, prorettype BIGINT, "
+    "pronargs SMALLINT)",
+    /* reg* casts keep the number (PostgreSQL prints a name; psql only
+     * compares them or reads them from catalogs that are empty here) */
+    "CREATE TYPE " SQL_PGCAT_DB ".main.regclass AS BIGINT",
+    "CREATE TYPE " SQL_PGCAT_DB ".main.regtype AS BIGINT",
+    "CREATE TYPE " SQL_PGCAT_DB ".main.regnamespace AS BIGINT",
+    /* 'name'::regclass (sql_rewrite): PostgreSQL's fixed oids for the
+     * catalogs, else the oid of the table or view of that name */
+    "CREATE MACRO " SQL_PGCAT_DB ".main.mr_regclass(name) AS "
+    "CASE regexp_replace(name, '^pg_catalog\\.', '') "
+    "WHEN 'pg_type' THEN 1247 WHEN 'pg_attribute' THEN 1249 WHEN 'pg_proc' THEN 1255 "
+    "WHEN 'pg_class' THEN 1259 WHEN 'pg_database' THEN 1262 WHEN 'pg_constraint' THEN 2606 "
+    "WHEN 'pg_namespace' THEN 2615 WHEN 'pg_extension' THEN 3079 "
+    "ELSE (SELECT max(c.oid) FROM " SQL_PGCAT_DB ".main.pg_class c JOIN " SQL_PGCAT_DB
+    ".main.pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.relname = name OR n.nspname || '.' || c.relname = name) END::BIGINT",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_get_expr(e, r) AS e, (e, r, pretty) AS e",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_get_viewdef(o) AS ("
+    "SELECT max(sql) FROM duckdb_views() WHERE view_oid = o), (o, pretty) AS ("
+    "SELECT max(sql) FROM duckdb_views() WHERE view_oid = o)",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_get_indexdef(o) AS NULL::VARCHAR, "
+    "(o, col, pretty) AS NULL::VARCHAR",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_get_function_result(o) AS NULL::VARCHAR",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_get_function_arguments(o) AS NULL::VARCHAR",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_get_statisticsobjdef_columns(o) AS NULL::VARCHAR",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_relation_is_publishable(o) AS false",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.array_upper(a, d) AS "
+    "CASE WHEN d = 1 AND len(a) > 0 THEN len(a) END",
+    /* per-relation sizes: the catalog's rows live in the store, which does
+     * not account them per table; PostgreSQL's answer for "unknown" */
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_table_size(o) AS NULL::BIGINT",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_relation_size(o) AS NULL::BIGINT, "
+    "(o, fork) AS NULL::BIGINT",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_total_relation_size(o) AS NULL::BIGINT",
+    /* the whole catalog: its bytes in the store (mr_catalog_bytes, a
+     * function of the engine); by name or by pg_database's oid */
+    "CREATE MACRO " SQL_PGCAT_DB ".main.pg_database_size(d) AS "
+    "CASE WHEN d::VARCHAR IN (@DB@, '1') THEN mr_catalog_bytes() "
+    "ELSE error('database \"' || d::VARCHAR || '\" does not exist') END",
     NULL,
 };
 

@@ -230,3 +230,84 @@ def test_fenced_server_stops_acknowledging_writes(tmp_path, store):
             pass
     finally:
         a.stop()
+
+
+def test_rows_of_one_commit_apply_in_dependency_order(tmp_path, store):
+    # DuckLake sends the tag of a column added in the same transaction before
+    # the column itself; both land, and stay after a restart. Dropping the
+    # table then ends the columns and their tags together.
+    def comments(con):
+        return con.execute(
+            "SELECT table_name, column_name, comment FROM duckdb_columns() "
+            "WHERE database_name = 'lake' ORDER BY ALL").fetchall()
+
+    steps = ["BEGIN", "COMMENT ON TABLE lake.t IS 'a table'", "ALTER TABLE lake.t ADD COLUMN c BIGINT",
+             "COMMENT ON COLUMN lake.t.c IS 'new column'", "COMMIT"]
+    ref = attach_file(tmp_path / "ref.ducklake", tmp_path / "ref-data")
+    ref.execute("CREATE TABLE lake.t(a INTEGER)")
+    for q in steps:
+        ref.execute(q)
+    expected = comments(ref)
+    ref.close()
+    assert ("t", "c", "new column") in expected
+
+    server = Server("--store", store)
+    try:
+        con = attach_moraine(server, tmp_path / "data")
+        con.execute("CREATE TABLE lake.t(a INTEGER)")
+        for q in steps:
+            con.execute(q)
+        assert comments(con) == expected
+        con.close()
+    finally:
+        assert server.stop() == 0
+    server = Server("--store", store)
+    try:
+        con = attach_moraine(server, tmp_path / "data")
+        assert comments(con) == expected
+        con.execute("DROP TABLE lake.t")
+        con.close()
+    finally:
+        assert server.stop() == 0
+    server = Server("--store", store)
+    try:
+        con = attach_moraine(server, tmp_path / "data")
+        assert comments(con) == []
+        con.close()
+    finally:
+        assert server.stop() == 0
+
+
+def test_child_row_without_parent_is_refused(tmp_path, store):
+    import psycopg
+    server = Server("--store", store)
+    try:
+        con = attach_moraine(server, tmp_path / "data")
+        con.execute("CREATE TABLE lake.t(a INTEGER)")
+        con.close()
+        with psycopg.connect(server.dsn(), autocommit=True) as pg:
+            with pytest.raises(psycopg.errors.ForeignKeyViolation) as e:
+                pg.execute("INSERT INTO ducklake_column_tag VALUES (1, 99, 2, NULL, 'pii', 'true')")
+            assert "ducklake_column_tag row refers to ducklake_column (table_id 1, column_id 99)" \
+                in str(e.value)
+            assert pg.execute("SELECT count(*) FROM ducklake_column_tag").fetchone() == (0,)
+    finally:
+        assert server.stop() == 0
+
+
+def test_quoted_identifiers_everywhere(tmp_path, store):
+    # DuckLake's catalog/quoted_identifiers with a valid connection string
+    # (the suite's own appends quotes to it, which libpq cannot parse)
+    server = Server("--store", store)
+    try:
+        con = connect()
+        con.execute(f"""ATTACH 'ducklake:postgres:{server.dsn()}' AS lake (DATA_PATH
+            '{tmp_path}/data ''quoted'' "path"', METADATA_SCHEMA '''quoted'' catalog "schema"')""")
+        con.execute('''CREATE TABLE lake."quoted 'table' ""name"""("quoted 'column' ""name""" INTEGER)''')
+        con.execute('''INSERT INTO lake."quoted 'table' ""name""" VALUES (42)''')
+        assert con.execute('''SELECT "quoted 'column' ""name""" FROM lake."quoted 'table' ""name"""'''
+                           ).fetchall() == [(42,)]
+        con.execute('''DROP TABLE lake."quoted 'table' ""name"""''')
+        con.close()
+    finally:
+        assert server.stop() == 0

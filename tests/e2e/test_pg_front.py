@@ -399,3 +399,54 @@ def test_concurrent_ducklake_writers(server, tmp_path):
     con.execute(attach)
     assert con.execute("SELECT count(*), count(DISTINCT (w, i)) FROM lake.c").fetchall() == [(24, 24)]
     con.close()
+
+
+# ---- psql's \d family and the size functions -----------------------------
+
+def _ducklake_catalog(server, tmp_path):
+    """Creates a DuckLake catalog through the server: its tables are what psql lists."""
+    con = connect()
+    con.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake (DATA_PATH '{tmp_path}/data')")
+    con.execute("CREATE TABLE lake.t(a INTEGER, b VARCHAR)")
+    con.execute("COMMENT ON TABLE lake.t IS 'x'")
+    return con
+
+
+def test_psql_describe_family(server, tmp_path):
+    _ducklake_catalog(server, tmp_path).close()
+    # every \d-family command psql users reach for runs as on PostgreSQL
+    for cmd in ["\\d", "\\dt", "\\dt+", "\\dv", "\\di", "\\ds", "\\dn", "\\l", "\\du", "\\df",
+                "\\dT", "\\dx", "\\d ducklake_snapshot", "\\d+ ducklake_table"]:
+        r = psql(server, cmd, check=False)
+        assert r.returncode == 0 and "ERROR" not in r.stderr, (cmd, r.stderr)
+    rows = psql(server, "\\dt").stdout.splitlines()
+    assert "public|ducklake_snapshot|table|moraine" in rows
+    assert "public|ducklake_column_tag|table|moraine" in rows
+    # \dn hides pg_* schemas as PostgreSQL's regex match does (~ finds, not matches whole)
+    assert "public|moraine" in psql(server, "\\dn").stdout.splitlines()
+    assert not [l for l in psql(server, "\\dn").stdout.splitlines() if l.startswith("pg_")]
+    # \d NAME: the regex lookup, the column list with types and nullability
+    d = psql(server, "\\d ducklake_snapshot").stdout.splitlines()
+    assert d[0].startswith("snapshot_id|int8||not null|")
+    assert [l.split("|")[0] for l in d] == ["snapshot_id", "snapshot_time", "schema_version",
+                                            "next_catalog_id", "next_file_id"]
+    assert psql(server, "\\d+ ducklake_table").stdout.startswith("table_id|int8||||plain|||")
+    r = psql(server, "\\d no_such_table", check=False)
+    assert r.stdout == "" and "ERROR" not in r.stderr
+    assert psql(server, "SELECT 'pg_catalog' ~ '^pg_', 'x' !~ 'x', 'AB' ~* 'b'").stdout.strip() == "t|f|t"
+
+
+def test_pg_database_size(server, tmp_path):
+    con = _ducklake_catalog(server, tmp_path)
+    size = lambda: int(psql(server, "SELECT pg_database_size(current_database())").stdout)
+    before = size()
+    assert before > 0
+    con.execute("INSERT INTO lake.t SELECT i, 'v' || i FROM range(100) r(i)")
+    assert size() > before
+    r = psql(server, "SELECT pg_database_size('no_such_db')", check=False)
+    assert r.returncode != 0 and 'database "no_such_db" does not exist' in r.stderr
+    # DuckLake's PRAGMA database_size asks the catalog server for it
+    got = con.execute("SELECT database_size FROM pragma_database_size() "
+                      "WHERE database_name = 'lake'").fetchone()[0]
+    assert got != "0 bytes"
+    con.close()

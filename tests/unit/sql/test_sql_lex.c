@@ -95,6 +95,29 @@ static void rewrite_ctid(void **state) {
                  "SELECT rowid AS ctid, '(0,1)' FROM t WHERE rowid IN (1, 2)");
 }
 
+/* What psql's \\d family sends that DuckDB reads differently. */
+static void rewrite_psql(void **state) {
+  /* PostgreSQL's ~ finds the pattern anywhere; DuckDB's matches it whole */
+  ASSERT_REWRITE("SELECT 1 WHERE n.nspname !~ '^pg_' AND r ~ 'x''y'",
+                 "SELECT 1 WHERE n.nspname !~ '(?s).*(?:^pg_).*' AND r ~ '(?s).*(?:x''y).*'");
+  ASSERT_REWRITE("SELECT a ~* 'ab', a !~* 'c'", "SELECT a ~ '(?is).*(?:ab).*', a !~ '(?is).*(?:c).*'");
+  ASSERT_REWRITE("WHERE c.relname OPERATOR(pg_catalog.~) '^(t1)$' COLLATE pg_catalog.default",
+                 "WHERE c.relname OPERATOR(~) '(?s).*(?:^(t1)$).*' ");
+  ASSERT_REWRITE("SELECT x COLLATE \"default\", y COLLATE \"C\"", "SELECT x , y COLLATE \"C\"");
+  /* a pattern that is not a plain literal is left alone (~~ is LIKE) */
+  ASSERT_REWRITE("SELECT a ~ b, a ~~ 'x%'", "SELECT a ~ b, a ~~ 'x%'");
+  ASSERT_REWRITE("SELECT c.classoid = 'pg_catalog.pg_extension'::pg_catalog.regclass, c.oid::regclass",
+                 "SELECT c.classoid = mr_regclass('pg_catalog.pg_extension'), c.oid::regclass");
+  /* a scalar set function's column is named after its alias */
+  ASSERT_REWRITE("SELECT s FROM pg_catalog.generate_series(0, pg_catalog.array_upper(a, 1)) s, t "
+                 "WHERE x = a[s]",
+                 "SELECT s FROM generate_series(0, array_upper(a, 1)) s(s), t WHERE x = a[s]");
+  ASSERT_REWRITE("SELECT 'toast.' || x FROM unnest(r) AS x", "SELECT 'toast.' || x FROM unnest(r) AS x(x)");
+  ASSERT_REWRITE("SELECT * FROM unnest(r) x(y), generate_series(1, 2)",
+                 "SELECT * FROM unnest(r) x(y), generate_series(1, 2)");
+  ASSERT_REWRITE("SELECT unnest(r) x FROM t", "SELECT unnest(r) x FROM t");
+}
+
 /* The postgres extension's composite-type introspection query (v1.5). */
 static const char composite_query[] =
     "SELECT n.oid, t.typrelid AS id, t.typname as type, pg_attribute.attname, sub_type.typname,\n"
@@ -216,7 +239,7 @@ static void parse_set_and_targets(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(split_statements),     cmocka_unit_test(classify_statements),
-      cmocka_unit_test(rewrite_types_and_catalog), cmocka_unit_test(rewrite_ctid),
+      cmocka_unit_test(rewrite_types_and_catalog), cmocka_unit_test(rewrite_ctid), cmocka_unit_test(rewrite_psql),
       cmocka_unit_test(rewrite_introspection), cmocka_unit_test(parse_copy),
       cmocka_unit_test(parse_set_and_targets),
   };
