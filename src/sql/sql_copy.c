@@ -59,11 +59,9 @@ static mr_status result_coltypes(duckdb_result *r, pg_coltype **out, sql_error *
  * encoding are cast to text in SQL (q->wrapped). */
 static mr_status make_binary(sql_session *s, const char *sql, sql_cached_query *q,
                              sql_error *err) {
-  if (duckdb_prepare(s->con, sql, &q->ps) != DuckDBSuccess) {
-    mr_status rc = sql_fail_duckdb(err, duckdb_prepare_error(q->ps));
-    duckdb_destroy_prepare(&q->ps);
+  mr_status rc = sql_prepare(s->con, sql, &q->ps, err);
+  if (rc)
     return rc;
-  }
   size_t ncols = duckdb_prepared_statement_column_count(q->ps);
   bool wrap = false;
   sql_strbuf b = {0};
@@ -90,13 +88,10 @@ static mr_status make_binary(sql_session *s, const char *sql, sql_cached_query *
   }
   sql_strbuf_addf(&b, " FROM (%s) AS __moraine_copy", sql);
   char *wrapped = sql_strbuf_take(&b);
-  mr_status rc = MR_OK;
   if (wrapped == NULL)
     rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
-  else if (duckdb_prepare(s->con, wrapped, &q->wrapped) != DuckDBSuccess) {
-    rc = sql_fail_duckdb(err, duckdb_prepare_error(q->wrapped));
-    duckdb_destroy_prepare(&q->wrapped);
-  }
+  else
+    rc = sql_prepare(s->con, wrapped, &q->wrapped, err);
   free(wrapped);
   if (rc)
     duckdb_destroy_prepare(&q->ps);

@@ -165,6 +165,10 @@ typedef struct sql_cached_query {
 /* The free function of both session caches. */
 void sql_cache_value_free(sql_cache_purpose purpose, void *value);
 
+/* duckdb_prepare, its failure as an sql_error (*ps is then NULL). */
+mr_status sql_prepare(duckdb_connection con, const char *sql, duckdb_prepared_statement *ps,
+                      sql_error *err) MR_MUST_CHECK;
+
 /* Fills q for the (rewritten) query sql; on failure q needs no cleanup. */
 typedef mr_status (*sql_query_maker)(sql_session *s, const char *sql, sql_cached_query *q,
                                      sql_error *err);

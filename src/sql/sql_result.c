@@ -307,6 +307,16 @@ void sql_cache_value_free(sql_cache_purpose purpose, void *value) {
   free(value);
 }
 
+mr_status sql_prepare(duckdb_connection con, const char *sql, duckdb_prepared_statement *ps,
+                      sql_error *err) {
+  if (duckdb_prepare(con, sql, ps) == DuckDBSuccess)
+    return MR_OK;
+  mr_status rc = sql_fail_duckdb(err, duckdb_prepare_error(*ps));
+  duckdb_destroy_prepare(ps);
+  *ps = NULL;
+  return rc;
+}
+
 mr_status sql_query_cached(sql_session *s, sql_cache_purpose purpose, const char *text,
                            sql_query_maker make, sql_cached_query **out, sql_error *err) {
   sql_cached_query *q = sql_cache_get(&s->prepared_ps, atomic_load(&s->e->ddl_gen), s->temp_gen,

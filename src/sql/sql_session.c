@@ -590,11 +590,9 @@ static mr_status run_ddl(sql_session *s, const sql_plan *pl, char *sql, const sq
  * DuckDB cannot hand over as PostgreSQL text gets a text-wrapped twin. */
 static mr_status make_select(sql_session *s, const char *sql, sql_cached_query *q,
                              sql_error *err) {
-  if (duckdb_prepare(s->con, sql, &q->ps) != DuckDBSuccess) {
-    mr_status rc = sql_fail_duckdb(err, duckdb_prepare_error(q->ps));
-    duckdb_destroy_prepare(&q->ps);
+  mr_status rc = sql_prepare(s->con, sql, &q->ps, err);
+  if (rc)
     return rc;
-  }
   char *wrapped = sql_text_wrap(q->ps, sql);
   if (wrapped && duckdb_prepare(s->con, wrapped, &q->wrapped) != DuckDBSuccess) {
     duckdb_destroy_prepare(&q->wrapped);
