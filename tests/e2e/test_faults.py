@@ -30,6 +30,19 @@ def bounded(fn, what):
         pool.shutdown(wait=False)
 
 
+def assert_write_refused(duck, what):
+    """After a store failure this server is read-only: a write into lake.t
+    fails, within the bound, with an error that names the store."""
+    def write():
+        try:
+            duck.execute("INSERT INTO lake.t VALUES (99)")
+        except Exception as e:
+            return e
+        return None
+    refused = bounded(write, what)
+    assert refused is not None and "store" in str(refused)
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     mnt = tmp_path / "disk"
@@ -92,14 +105,7 @@ def test_full_disk_fails_in_bounded_time_reads_go_on_nothing_lost(small_disk, tm
             assert conn.execute("SELECT count(*) FROM ducklake_snapshot").fetchone()[0] >= 6
         assert sorted(r[0] for r in duck.execute("SELECT id FROM lake.t").fetchall()) == acked
         # later writes are refused at once, with the reason
-        def later_write():
-            try:
-                duck.execute("INSERT INTO lake.t VALUES (99)")
-            except Exception as e:
-                return e
-            return None
-        refused = bounded(later_write, "a write after the store failed")
-        assert refused is not None and "store" in str(refused)
+        assert_write_refused(duck, "a write after the store failed")
         duck.close()
         filler.unlink()
     finally:

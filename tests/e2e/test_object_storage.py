@@ -24,7 +24,7 @@ import pytest
 import emulators
 import test_differential
 from conftest import connect, extension_file
-from test_faults import DEADLINE_S, bounded, start_fails
+from test_faults import DEADLINE_S, assert_write_refused, bounded, start_fails
 from test_pg_front import Server
 
 _prefixes = itertools.count()
@@ -262,14 +262,7 @@ def test_s3_outage_commits_fail_clearly_reads_go_on_nothing_lost(tmp_path, tmp_p
 
             # the store answers again, but this server stays read-only: a
             # write that missed its deadline may yet land (docs: Faults)
-            def later_write():
-                try:
-                    duck.execute("INSERT INTO lake.t VALUES (99)")
-                except Exception as e:
-                    return e
-                return None
-            refused = bounded(later_write, "a write after the outage")
-            assert refused is not None and "store" in str(refused)
+            assert_write_refused(duck, "a write after the outage")
             duck.close()
         finally:
             server.stop()
