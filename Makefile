@@ -27,15 +27,19 @@ ARGS ?=
 DUCKLAKE_SUITE ?= /tmp/ducklake
 SUITE_ARGS ?=
 
-.PHONY: all deps build serve test test-unit test-e2e sanitize valgrind fuzz bench format lint clean \
+.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench format lint clean \
   ducklake-suite
 
 all: build
 
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh all
 
-build: deps
+# only what building and serving needs (no test tools, venv or emulators)
+deps-build:
+	@bash scripts/install-deps.sh build
+
+build: deps-build
 	cmake -S . -B build -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build build -j$(JOBS)
 
@@ -44,10 +48,10 @@ serve: build
 
 test: test-unit test-e2e sanitize fuzz
 
-test-unit: build
+test-unit: build deps
 	cd build && ctest --output-on-failure -j$(JOBS)
 
-test-e2e: build
+test-e2e: build deps
 	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) -m pytest -q tests/e2e
 
 sanitize: deps
@@ -56,7 +60,7 @@ sanitize: deps
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  MORAINE_STORE_OPS=$(SANITIZE_STORE_OPS) ctest --output-on-failure -j$(JOBS)
 
-valgrind: build
+valgrind: build deps
 	cd build && ctest --output-on-failure -T memcheck -j$(JOBS)
 
 fuzz: deps
@@ -72,7 +76,7 @@ fuzz: deps
 
 # Every file of the suite, each against a fresh server started from the
 # binary just built; fails on any failure not listed in expected-failures.txt.
-ducklake-suite: build
+ducklake-suite: build deps
 	@if [ ! -d "$(DUCKLAKE_SUITE)/test/sql" ]; then \
 	  echo "ducklake-suite: no DuckLake test suite at DUCKLAKE_SUITE=$(DUCKLAKE_SUITE)"; \
 	  echo "  (it needs test/sql and data/ of duckdb/ducklake, tag v1.5-variegata:"; \
@@ -84,7 +88,7 @@ ducklake-suite: build
 	  --logs $(CURDIR)/build/ducklake-suite-logs \
 	  --expect-fail $(CURDIR)/tests/ducklake-suite/expected-failures.txt $(SUITE_ARGS)
 
-bench: build
+bench: build deps
 	build/bench/store/bench_store
 	$(PY) bench/catalogs.py
 	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) bench/objstore.py
@@ -92,7 +96,7 @@ bench: build
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
-lint: build
+lint: build deps
 	cppcheck --enable=warning,performance,portability --error-exitcode=1 --quiet \
 	  --suppress=missingIncludeSystem -I src -I build/generated $$(git ls-files 'src/*.c')
 

@@ -1,10 +1,22 @@
 #!/usr/bin/env bash
-# Installs everything moraine needs to build, test and benchmark, idempotently.
-# Debian packages, the pinned libduckdb + duckdb.h (from registry packages, into
-# .deps/), the project venv (.venv) with the pinned DuckDB clients, and the
-# object-store emulators (scripts/install-emulators.sh).
+# Installs what moraine needs, idempotently, in two tiers:
+#   install-deps.sh build   what building and serving needs: the Debian build
+#                           packages and the pinned libduckdb + duckdb.h (from
+#                           registry packages, into .deps/). `make serve` stops
+#                           here, so a newcomer's server is not kept waiting on
+#                           test tools.
+#   install-deps.sh [all]   the above, plus the test tools (PostgreSQL, clang,
+#                           valgrind...), the project venv (.venv) with the
+#                           pinned DuckDB clients, and the object-store
+#                           emulators (scripts/install-emulators.sh).
 # Safe to run again: each step checks what is already there.
 set -euo pipefail
+
+tier=${1:-all}
+case "$tier" in
+  build|all) ;;
+  *) printf 'install-deps: unknown tier "%s" (want build or all)\n' "$tier" >&2; exit 2 ;;
+esac
 
 DUCKDB_VERSION=1.5.5
 NODE_BINDINGS_VERSION=1.5.5-r.5
@@ -16,9 +28,14 @@ apt_packages=(
   build-essential cmake pkg-config
   libprotobuf-c-dev protobuf-c-compiler
   libssl-dev libcmocka-dev libpg-query-dev
-  clang libclang-rt-14-dev clang-format cppcheck valgrind
-  postgresql-15 postgresql-client-15
+  python3-pip python3-venv
 )
+if [ "$tier" = all ]; then
+  apt_packages+=(
+    clang libclang-rt-14-dev clang-format cppcheck valgrind
+    postgresql-15 postgresql-client-15
+  )
+fi
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -55,6 +72,11 @@ if [ ! -f "$deps/duckdb/libduckdb.so" ] || [ ! -f "$deps/duckdb/duckdb.h" ] ||
   cp "$tmp/duckdb-$DUCKDB_VERSION/external/duckdb/src/include/duckdb.h" "$deps/duckdb/duckdb.h"
   echo "$DUCKDB_VERSION" > "$deps/duckdb/VERSION"
   rm -rf "$tmp"
+fi
+
+if [ "$tier" = build ]; then
+  log "ok (build tier)"
+  exit 0
 fi
 
 # The project venv: pinned clients whose extensions load from the installed
