@@ -783,12 +783,11 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
   catalog *c = ctx;
   mr_error e;
   mr_error_clear(&e);
-  if (c->failed)
-    return sql_fail(err, MR_ERR_IO, SQLSTATE_CANNOT_CONNECT_NOW, "%s", c->failed_msg);
   mr_status frc = store_failed(c->st, &e);
   if (frc)
     return sql_fail(err, frc, store_sqlstate(frc),
-                    "moraine: the catalog store failed; this server accepts no more writes: %s",
+                    "moraine: the catalog store failed; this server accepts no writes until it "
+                    "recovers (reads go on): %s",
                     e.msg);
   if (changes->begin_seq != changes->commit_seq)
     return sql_fail(err, MR_ERR_CONFLICT, SQLSTATE_SERIALIZATION_FAILURE,
@@ -835,15 +834,13 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
                     e.msg);
   mr_error fe;
   if (rc && store_failed(c->st, &fe)) {
-    /* the write's fate is in doubt (a timed-out write may still land), so
-     * the engine may no longer match the store: no more writes here */
-    c->failed = true;
-    snprintf(c->failed_msg, sizeof c->failed_msg,
-             "moraine: the catalog store failed (%s); this server accepts no more writes until "
-             "it is restarted: %s",
-             mr_status_text(rc), e.msg);
+    /* the write's fate is in doubt (a timed-out write may still land): the
+     * store refuses commits until its watcher settles that (store_recover) */
     fprintf(stderr, "moraine: store write failed (%s): %s\n", mr_status_text(rc), e.msg);
-    return sql_fail(err, rc, store_sqlstate(rc), "%s", c->failed_msg);
+    return sql_fail(err, rc, store_sqlstate(rc),
+                    "moraine: the catalog store failed (%s); this server accepts no writes until "
+                    "it recovers (reads go on): %s",
+                    mr_status_text(rc), e.msg);
   }
   if (rc)
     return sql_fail(err, rc, sqlstate ? sqlstate : SQLSTATE_INTERNAL_ERROR,
@@ -859,12 +856,11 @@ static bool catalog_known_table(void *ctx, const char *table) {
 
 static void catalog_finished(void *ctx, const sql_changes *changes, bool committed) {
   catalog *c = ctx;
-  if (!committed && !c->failed) {
-    /* the store holds a commit DuckDB refused: stop serving writes */
-    c->failed = true;
-    snprintf(c->failed_msg, sizeof c->failed_msg,
-             "moraine: a commit reached the store but the SQL engine refused it; this server "
-             "accepts no more writes (restart it to reload the catalog)");
+  if (!committed) {
+    /* the store holds a commit DuckDB refused: no writes until reloaded */
+    fprintf(stderr, "moraine: a commit reached the store but the SQL engine refused it\n");
+    store_set_in_doubt(c->st, "a commit reached the store but the SQL engine refused it; "
+                              "reload needed");
   }
 }
 

@@ -10,8 +10,6 @@
 struct catalog {
   store *st;
   sql_engine *e;
-  bool failed;          /* a commit reached the store but not DuckDB, or the store failed */
-  char failed_msg[1024];
 };
 
 /* One parsed column of a CREATE TABLE: name and type text (malloc'd). */

@@ -11,12 +11,22 @@
  * and time), install the commit hooks, then accept: the ready line comes
  * only after the load. SIGTERM / SIGINT: stop accepting, let running
  * statements finish (up to --shutdown-timeout), exit 0.
+ *
+ * Store faults: while the store is failed, reads go on and writes are
+ * refused; the store watcher resumes writes when it answers again. If a
+ * write reported failed landed after all, the engine no longer matches the
+ * store: the server then stops as on SIGTERM and executes itself again with
+ * the same arguments (same pid), which reloads the catalog — what PostgreSQL
+ * does when its WAL write fails, without its downtime during the outage.
+ * Fenced by another writer: stop, exit 3.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "catalog/catalog.h"
 #include "cli/cli.h"
@@ -56,15 +66,42 @@ static const char serve_usage[] =
     "                        snapshots (default: no cache)\n";
 
 static pg_server *volatile running_server;
-static volatile sig_atomic_t fenced; /* another writer took the store over */
+static volatile sig_atomic_t fenced;     /* another writer took the store over */
+static volatile sig_atomic_t must_reload; /* the store holds commits we lack */
 
-/* The store watcher's fencing callback: this server may no longer write
- * nor vouch that its catalog is current, so it stops (exit status 3). */
+/* The store watcher's fencing hook: this server may no longer write nor
+ * vouch that its catalog is current, so it stops (exit status 3). */
 static void on_fenced(void *ctx) {
   fenced = 1;
   pg_server *s = running_server;
   if (s)
     pg_server_stop(s);
+}
+
+/* The store watcher's reload hook: stop, then start again (see above). */
+static void on_reload(void *ctx) {
+  must_reload = 1;
+  pg_server *s = running_server;
+  if (s)
+    pg_server_stop(s);
+}
+
+/* Executes this binary again as `moraine serve` with argv, listening where
+ * this process listened (a port 0 was resolved: clients keep their port; a
+ * later --listen wins); returns only on failure. */
+static void serve_again(int argc, char **argv, char *listened) {
+  char **again = calloc((size_t)argc + 4, sizeof *again);
+  if (again == NULL)
+    return;
+  again[0] = "moraine";
+  for (int i = 0; i < argc; i++)
+    again[i + 1] = argv[i];
+  again[argc + 1] = "--listen";
+  again[argc + 2] = listened;
+  fflush(NULL);
+  execv("/proc/self/exe", again);
+  fprintf(stderr, "moraine: cannot start again: %s\n", strerror(errno));
+  free(again);
 }
 
 static void on_signal(int sig) {
@@ -264,7 +301,8 @@ int cli_serve(int argc, char **argv) {
   catalog_install_hooks(cat);
   memset(password, 0, sizeof password);
   store_watch *watch = NULL;
-  if (store_watch_start(st, 1000, on_fenced, NULL, &watch, &err) != MR_OK)
+  store_watch_hooks hooks = {on_fenced, on_reload, NULL};
+  if (store_watch_start(st, 1000, &hooks, &watch, &err) != MR_OK)
     fprintf(stderr, "moraine: %s (the store is not watched)\n", err.msg);
 
   struct sigaction sa;
@@ -281,6 +319,8 @@ int cli_serve(int argc, char **argv) {
 
   mr_status rc = pg_server_run(server, &err);
   running_server = NULL;
+  char listened[300];
+  snprintf(listened, sizeof listened, "%s", pg_server_address(server));
   store_watch_stop(watch);
   pg_server_free(server);
   sql_engine_set_commit_hooks(engine, NULL);
@@ -288,6 +328,11 @@ int cli_serve(int argc, char **argv) {
   sql_engine_close(engine);
   mr_error cerr;
   mr_status crc = store_close(st, &cerr);
+  if (must_reload && !fenced) {
+    fprintf(stderr, "moraine: restarting to reload the catalog from the store\n");
+    serve_again(argc, argv, listened);
+    return 1;
+  }
   if (fenced) { /* closing a fenced store may fail too: the takeover is the news */
     fprintf(stderr, "moraine: stopped: another server has taken over the store\n");
     return 3;

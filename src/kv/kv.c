@@ -160,6 +160,11 @@ mr_status kv_flush(kv_db *db, mr_error *err) {
   return done(sdb_flush(db->h, msg, sizeof msg), msg, "kv_flush", err);
 }
 
+mr_status kv_sync(kv_db *db, mr_error *err) {
+  char msg[MR_ERROR_MSG_MAX];
+  return done(sdb_sync(db->h, msg, sizeof msg), msg, "kv_sync", err);
+}
+
 mr_status kv_refresh(kv_db *db, mr_error *err) {
   mr_status st = refuse_if_children(db, "kv_refresh", err);
   if (st != MR_OK)

@@ -167,6 +167,14 @@ int kv_is_read_only(const kv_db *db);
 mr_status kv_flush(kv_db *db, mr_error *err) MR_MUST_CHECK;
 
 /*
+ * Writer: makes every write issued so far durable (a WAL flush), within the
+ * open's deadline (MR_ERR_TIMEOUT). After a kv_write missed its deadline,
+ * MR_OK here means that write's batch is now either durable or was never
+ * taken: a durable read then tells which. MR_ERR_INVALID on a reader.
+ */
+mr_status kv_sync(kv_db *db, mr_error *err) MR_MUST_CHECK;
+
+/*
  * Reader: catches up now with everything the writer has made durable, by
  * opening a fresh SlateDB reader on the latest manifest and WAL and closing
  * the old one. Without it a reader also catches up on its own every poll_ms.

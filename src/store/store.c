@@ -127,10 +127,15 @@ mr_status store_write_batch(store *st, kv_batch *b, const store_head *expected, 
     if (rc)
       goto out;
   }
-  rc = kv_write(st->db, b, err);
+  store_write_fault wf = st->write_fault;
+  st->write_fault = STORE_WRITE_FAULT_NONE;
+  rc = wf == STORE_WRITE_FAULT_LOST ? MR_OK : kv_write(st->db, b, err);
+  if (rc == MR_OK && wf != STORE_WRITE_FAULT_NONE)
+    rc = mr_fail(err, MR_ERR_IO, "injected write fault (%s)",
+                 wf == STORE_WRITE_FAULT_LOST ? "batch lost" : "batch landed");
   if (rc) {
     mark_failed(st, rc, err);
-    mr_error_wrap(err, "store write failed, store now refuses commits");
+    mr_error_wrap(err, "store write failed, store refuses commits until it answers again");
     goto out;
   }
   st->head = h;
@@ -307,6 +312,69 @@ mr_status store_probe(store *st, mr_error *err) {
     pthread_mutex_unlock(&st->mu);
   }
   return rc;
+}
+
+void store_set_write_fault(store *st, store_write_fault f) {
+  pthread_mutex_lock(&st->mu);
+  st->write_fault = f;
+  pthread_mutex_unlock(&st->mu);
+}
+
+void store_set_in_doubt(store *st, const char *why) {
+  pthread_mutex_lock(&st->mu);
+  st->reload_needed = true;
+  if (!st->failed || st->fail_code != MR_ERR_FENCED) {
+    st->failed = true;
+    st->fail_code = MR_ERR_IO;
+    snprintf(st->fail_msg, sizeof st->fail_msg, "%s", why);
+  }
+  pthread_mutex_unlock(&st->mu);
+}
+
+mr_status store_recover(store *st, bool *reload, mr_error *err) {
+  *reload = false;
+  pthread_mutex_lock(&st->mu);
+  bool failed = st->failed, fenced = st->fail_code == MR_ERR_FENCED;
+  *reload = failed && !fenced && st->reload_needed;
+  store_head mine = st->head;
+  pthread_mutex_unlock(&st->mu);
+  if (!failed || *reload)
+    return MR_OK;
+  if (fenced)
+    return mr_fail(err, MR_ERR_FENCED, "store_recover: another writer has taken the store over");
+  /* Nothing commits while failed, so the only write in flight is the one in
+   * doubt: once the WAL is flushed it is durable or was never taken. */
+  mr_status rc = kv_sync(st->db, err);
+  ProtobufCMessage *m = NULL;
+  mr_key hk = {.kind = MR_KK_SYS_HEAD};
+  if (rc == MR_OK)
+    rc = store_get_msg(st, &hk, &m, err);
+  if (rc) {
+    if (rc == MR_ERR_FENCED) {
+      pthread_mutex_lock(&st->mu);
+      mark_failed(st, rc, err);
+      pthread_mutex_unlock(&st->mu);
+    }
+    return mr_error_wrap(err, "store_recover");
+  }
+  const Moraine__V1__SysHead *h = (const Moraine__V1__SysHead *)m;
+  store_head durable = {h->snapshot_id, h->batch_count};
+  mr_value_free(m);
+  pthread_mutex_lock(&st->mu);
+  if (durable.batch_count == mine.batch_count && durable.snapshot_id == mine.snapshot_id) {
+    st->failed = false;
+    st->fail_msg[0] = '\0';
+  } else {
+    st->reload_needed = true;
+    *reload = true;
+    snprintf(st->fail_msg, sizeof st->fail_msg,
+             "a write reported failed landed after all (the store is at snapshot %llu batch %llu, "
+             "this server at snapshot %llu batch %llu); reload needed",
+             (unsigned long long)durable.snapshot_id, (unsigned long long)durable.batch_count,
+             (unsigned long long)mine.snapshot_id, (unsigned long long)mine.batch_count);
+  }
+  pthread_mutex_unlock(&st->mu);
+  return MR_OK;
 }
 
 mr_status store_failed(const store *st, mr_error *err) {

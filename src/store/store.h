@@ -21,6 +21,13 @@
  * time: a second writer fences the first, whose commits then fail
  * MR_ERR_FENCED and whose store turns read-failed for good (store_failed).
  *
+ * Failed writes: a write that errs or misses its deadline turns the store
+ * failed (no more commits) and its batch "in doubt": SlateDB may still land
+ * it. store_recover, run by the watcher, waits for the store to answer and
+ * settles the doubt: if the batch never landed, commits resume; if it
+ * landed, the store stays failed and asks its owner to reload (the engine no
+ * longer matches the store).
+ *
  * Ownership: every record handed to a visitor (ProtobufCMessage *, mr_key *)
  * is valid only during that call; copy what you keep. Records passed in to a
  * commit are encoded at once, so the caller may free them after the call.
@@ -82,9 +89,38 @@ store_head store_get_head(const store *st);
 /* TESTS ONLY: installs (fn non-NULL) or removes the fault hook above. */
 void store_set_fault(store *st, store_fault_fn fn, void *ctx);
 
+/* TESTS ONLY: how the next commit or maintenance write fails, once, as a
+ * store failure (MR_ERR_IO, the store turns failed): its batch never
+ * written, or written (durable) but reported failed, as a write that missed
+ * its deadline and landed later. */
+typedef enum store_write_fault {
+  STORE_WRITE_FAULT_NONE = 0,
+  STORE_WRITE_FAULT_LOST,   /* the batch is not written */
+  STORE_WRITE_FAULT_LANDED, /* the batch is written, then the write fails */
+} store_write_fault;
+void store_set_write_fault(store *st, store_write_fault f);
+
 /* Non-OK once a write failed or the store was fenced: the store then takes no
  * more commits (it never serves state that is not durable). */
 mr_status store_failed(const store *st, mr_error *err);
+
+/*
+ * Marks the store failed because its owner's view no longer matches it (a
+ * commit landed that the owner could not apply): no more commits, and
+ * store_recover asks for a reload. `why` is kept for store_failed's message.
+ */
+void store_set_in_doubt(store *st, const char *why);
+
+/*
+ * Tries to bring a failed store back (see "Failed writes" above). MR_OK with
+ * *reload false: the store was not failed, or it answers again and the
+ * in-doubt batch never landed, so commits resume. MR_OK with *reload true:
+ * a batch reported failed did land (or store_set_in_doubt was called): the
+ * store stays failed until its owner reloads from it. Non-OK: still down
+ * (MR_ERR_TIMEOUT, MR_ERR_IO, ... within the write deadline) or fenced
+ * (MR_ERR_FENCED, for good).
+ */
+mr_status store_recover(store *st, bool *reload, mr_error *err) MR_MUST_CHECK;
 
 /* One durable point read of sys/head: MR_OK while the store answers. A
  * writer that another writer has fenced learns it here too (MR_ERR_FENCED,
@@ -92,13 +128,20 @@ mr_status store_failed(const store *st, mr_error *err);
 mr_status store_probe(store *st, mr_error *err) MR_MUST_CHECK;
 
 /* The store watcher (watch.c): a thread probing st every interval_ms (0:
- * 1000). It logs a store that stops answering and its recovery, once each;
- * when another writer has taken the store over it logs that and calls
- * on_fenced(ctx) once (from its own thread) and stops. store_watch_stop
- * joins the thread; call it before closing st. */
+ * 1000), and running store_recover while st is failed. It logs a store that
+ * stops answering and its recovery, once each. When another writer has
+ * taken the store over it logs that, calls fenced(ctx) once and stops; when
+ * recovery finds the owner must reload, it logs that, calls reload(ctx) once
+ * and stops. Callbacks run on the watcher's thread. store_watch_stop joins
+ * the thread; call it before closing st. */
+typedef struct store_watch_hooks {
+  void (*fenced)(void *ctx); /* another writer owns the store */
+  void (*reload)(void *ctx); /* the store holds commits the owner lacks */
+  void *ctx;
+} store_watch_hooks;
 typedef struct store_watch store_watch;
-mr_status store_watch_start(store *st, unsigned interval_ms, void (*on_fenced)(void *ctx),
-                            void *ctx, store_watch **out, mr_error *err) MR_MUST_CHECK;
+mr_status store_watch_start(store *st, unsigned interval_ms, const store_watch_hooks *hooks,
+                            store_watch **out, mr_error *err) MR_MUST_CHECK;
 void store_watch_stop(store_watch *w);
 
 /* ---- commits ----------------------------------------------------------- */

@@ -18,10 +18,12 @@ struct store {
   pthread_mutex_t mu; /* the commit lock: guards head, failed, fail_msg */
   store_head head;    /* the sys/head this process last wrote or read */
   bool failed;        /* a write failed or we were fenced: no more commits */
+  bool reload_needed; /* failed for good: the store holds what the owner lacks */
   mr_status fail_code;
   char fail_msg[MR_ERROR_MSG_MAX];
   store_fault_fn fault; /* TESTS ONLY: injected failure before kv_write */
   void *fault_ctx;
+  store_write_fault write_fault; /* TESTS ONLY: the next write fails so */
 };
 
 /* Encodes k, wrapping the error with the caller's context. */

@@ -3,9 +3,12 @@
  * probes a writer's store at a fixed interval, so that an operator learns of
  * a store that stops answering, of its recovery, and of a takeover by
  * another writer, each once, in the log — even when no client is writing.
+ * While the store is failed it runs store_recover instead of the probe, so
+ * that writes resume by themselves once the store answers again.
  *
- * On fencing it calls the owner's callback once and stops probing; what to
- * do then (serve exits non-zero) is the owner's policy, not the store's.
+ * On fencing, or when recovery finds the owner must reload, it calls the
+ * owner's hook once and stops; what to do then (serve exits, or restarts
+ * itself) is the owner's policy, not the store's.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -17,8 +20,7 @@
 struct store_watch {
   store *st;
   unsigned interval_ms;
-  void (*on_fenced)(void *ctx);
-  void *ctx;
+  store_watch_hooks hooks;
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -43,15 +45,50 @@ static bool wait_or_stop(store_watch *w) {
   return stop;
 }
 
+/* One recovery attempt of a failed store; true when the watcher is done
+ * (fenced, or the owner must reload). */
+static bool recover_once(store_watch *w, bool *down) {
+  mr_error err;
+  bool reload = false;
+  mr_status rc = store_recover(w->st, &reload, &err);
+  if (rc == MR_ERR_FENCED) {
+    fprintf(stderr, "moraine: fenced: another server has taken over this store: %s\n", err.msg);
+    w->hooks.fenced(w->hooks.ctx);
+    return true;
+  }
+  if (rc == MR_OK && reload) {
+    mr_error why;
+    (void)store_failed(w->st, &why);
+    fprintf(stderr, "moraine: the store answers again, but %s\n", why.msg);
+    w->hooks.reload(w->hooks.ctx);
+    return true;
+  }
+  if (rc == MR_OK) {
+    fprintf(stderr, "moraine: the store answers again; writes resume\n");
+    *down = false;
+    return false;
+  }
+  if (!*down)
+    fprintf(stderr, "moraine: store unavailable, retrying every %u ms (%s): %s\n", w->interval_ms,
+            mr_status_text(rc), err.msg);
+  *down = true;
+  return false;
+}
+
 static void *watch_main(void *arg) {
   store_watch *w = arg;
   bool down = false;
   while (!wait_or_stop(w)) {
+    if (store_failed(w->st, NULL) != MR_OK) {
+      if (recover_once(w, &down))
+        return NULL;
+      continue;
+    }
     mr_error err;
     mr_status rc = store_probe(w->st, &err);
     if (rc == MR_ERR_FENCED) {
       fprintf(stderr, "moraine: fenced: another server has taken over this store: %s\n", err.msg);
-      w->on_fenced(w->ctx);
+      w->hooks.fenced(w->hooks.ctx);
       return NULL;
     }
     if (rc != MR_OK && !down)
@@ -63,16 +100,15 @@ static void *watch_main(void *arg) {
   return NULL;
 }
 
-mr_status store_watch_start(store *st, unsigned interval_ms, void (*on_fenced)(void *ctx),
-                            void *ctx, store_watch **out, mr_error *err) {
+mr_status store_watch_start(store *st, unsigned interval_ms, const store_watch_hooks *hooks,
+                            store_watch **out, mr_error *err) {
   *out = NULL;
   store_watch *w = calloc(1, sizeof *w);
   if (w == NULL)
     return mr_fail(err, MR_ERR_NOMEM, "store watch: out of memory");
   w->st = st;
   w->interval_ms = interval_ms ? interval_ms : 1000;
-  w->on_fenced = on_fenced;
-  w->ctx = ctx;
+  w->hooks = *hooks;
   pthread_mutex_init(&w->mu, NULL);
   pthread_cond_init(&w->cv, NULL);
   if (pthread_create(&w->thread, NULL, watch_main, w) != 0) {

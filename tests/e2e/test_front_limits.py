@@ -30,15 +30,8 @@ LONG = "SELECT count(*) FROM generate_series(1, 1000000000000)"
 
 
 def start(*args):
-    """A Server whose stderr is read continuously into server.lines."""
-    s = Server(*args)
-
-    def drain():
-        for line in s.proc.stderr:
-            s.lines.append(line.rstrip("\n"))
-
-    threading.Thread(target=drain, daemon=True).start()
-    return s
+    """A Server (its stderr is read continuously into server.lines)."""
+    return Server(*args)
 
 
 def wait_for(predicate, timeout):

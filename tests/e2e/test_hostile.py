@@ -152,7 +152,7 @@ def test_refusals_are_logged_once(tmp_path):
             assert run_attack(conn, "SELECT * FROM glob('/etc/*')")[0] == "42501"
     finally:
         server.stop()
-    log = server.proc.stderr.read()
+    log = server.log()
     assert log.count("refused (42501)") == 1, log
     assert "glob" in log
 

@@ -12,6 +12,7 @@ import signal
 import socket
 import struct
 import subprocess
+import threading
 import time
 
 import psycopg
@@ -43,9 +44,23 @@ class Server:
             m = READY.match(self.lines[-1])
             if m:
                 self.store, self.host, self.port = m.group(1), m.group(2), int(m.group(3))
+                # from here a thread keeps stderr drained into self.lines, so a
+                # chatty server never blocks on a full pipe; log() reads it
+                self._drain = threading.Thread(target=self._drain_stderr, daemon=True)
+                self._drain.start()
                 return
         self.proc.kill()
         raise RuntimeError(f"moraine did not become ready: {self.lines}")
+
+    def _drain_stderr(self):
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def log(self):
+        """The server's stderr so far (all of it once the process ended)."""
+        if self.proc.poll() is not None:
+            self._drain.join(timeout=10)
+        return "\n".join(self.lines)
 
     def dsn(self, **kw):
         parts = {"host": "127.0.0.1", "port": self.port, "dbname": "lake", "user": "moraine", **kw}

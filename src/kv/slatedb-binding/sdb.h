@@ -64,6 +64,7 @@ int sdb_open(const sdb_open_args *args, sdb_db **out, char *msg, size_t cap);
 /* Closes and frees db whatever the result. */
 int sdb_close(sdb_db *db, char *msg, size_t cap);
 int sdb_flush(sdb_db *db, char *msg, size_t cap);
+int sdb_sync(sdb_db *db, char *msg, size_t cap);
 int sdb_refresh(sdb_db *db, char *msg, size_t cap);
 
 /*

@@ -512,6 +512,72 @@ static void test_fenced_fails(void **state) {
   must(store_close(b, &e), &e);
 }
 
+/* A failed write whose batch never landed: recovery resumes commits, the
+ * head is where it was, and a reopen finds nothing of the lost batch. */
+static void test_recover_lost_write(void **state) {
+  char url[4096];
+  mr_error e;
+  bool reload = true;
+  store *st = open_new("recover-lost", url, sizeof url, 0);
+  must(commit_schema(st, store_get_head(st), 1, 1, "main", &e), &e);
+  store_head before = store_get_head(st);
+  store_set_write_fault(st, STORE_WRITE_FAULT_LOST);
+  assert_int_equal(commit_schema(st, before, 2, 2, "lost", &e), MR_ERR_IO);
+  assert_int_equal(store_failed(st, &e), MR_ERR_IO);
+  assert_int_equal(commit_schema(st, before, 2, 2, "refused", &e), MR_ERR_IO);
+  must(store_recover(st, &reload, &e), &e);
+  assert_false(reload);
+  must(store_failed(st, &e), &e);
+  store_head h = store_get_head(st);
+  assert_int_equal(h.batch_count, before.batch_count);
+  must(commit_schema(st, h, 2, 3, "after", &e), &e);
+  must(store_close(st, &e), &e);
+  must(store_open(url, NULL, &st, &e), &e);
+  assert_int_equal(store_get_head(st).batch_count, before.batch_count + 1);
+  assert_int_equal(store_get_head(st).snapshot_id, 2);
+  must(store_close(st, &e), &e);
+}
+
+/* A failed write whose batch landed after all: recovery asks for a reload
+ * and the store keeps refusing commits; a reopen has the batch. */
+static void test_recover_landed_write(void **state) {
+  char url[4096];
+  mr_error e;
+  bool reload = false;
+  store *st = open_new("recover-landed", url, sizeof url, 0);
+  must(commit_schema(st, store_get_head(st), 1, 1, "main", &e), &e);
+  store_head before = store_get_head(st);
+  store_set_write_fault(st, STORE_WRITE_FAULT_LANDED);
+  assert_int_equal(commit_schema(st, before, 2, 2, "landed", &e), MR_ERR_IO);
+  must(store_recover(st, &reload, &e), &e);
+  assert_true(reload);
+  assert_int_not_equal(store_failed(st, &e), MR_OK);
+  assert_non_null(strstr(e.msg, "landed after all"));
+  reload = false;
+  must(store_recover(st, &reload, &e), &e); /* asked again: the same answer */
+  assert_true(reload);
+  must(store_close(st, &e), &e);
+  must(store_open(url, NULL, &st, &e), &e);
+  assert_int_equal(store_get_head(st).batch_count, before.batch_count + 1);
+  assert_int_equal(store_get_head(st).snapshot_id, 2);
+  must(store_close(st, &e), &e);
+}
+
+/* The owner's own doubt (a commit it could not apply) also means reload. */
+static void test_in_doubt_means_reload(void **state) {
+  char url[4096];
+  mr_error e;
+  bool reload = false;
+  store *st = open_new("in-doubt", url, sizeof url, 0);
+  must(store_recover(st, &reload, &e), &e); /* not failed: nothing to do */
+  assert_false(reload);
+  store_set_in_doubt(st, "the engine refused a commit");
+  assert_int_not_equal(commit_schema(st, store_get_head(st), 1, 1, "main", &e), MR_OK);
+  must(store_recover(st, &reload, &e), &e);
+  assert_true(reload);
+  must(store_close(st, &e), &e);
+}
+
 static int setup(void **state) { return st_tmp_setup("store"); }
 static int teardown(void **state) {
   st_tmp_teardown();
@@ -525,6 +591,8 @@ int main(void) {
       cmocka_unit_test(test_forget),
       cmocka_unit_test(test_changelog_window),  cmocka_unit_test(test_expire_resumable),
       cmocka_unit_test(test_maintenance_status), cmocka_unit_test(test_fenced_fails),
+      cmocka_unit_test(test_recover_lost_write), cmocka_unit_test(test_recover_landed_write),
+      cmocka_unit_test(test_in_doubt_means_reload),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

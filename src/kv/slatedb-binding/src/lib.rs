@@ -790,6 +790,21 @@ pub unsafe extern "C" fn sdb_flush(db: *mut SdbDb, msg: *mut c_char, cap: usize)
     })
 }
 
+/// Writer: flushes the WAL buffer (everything written so far, including a
+/// write whose caller gave up at its deadline) within the open's deadline.
+#[no_mangle]
+pub unsafe extern "C" fn sdb_sync(db: *mut SdbDb, msg: *mut c_char, cap: usize) -> i32 {
+    guard(msg, cap, || {
+        let db = shared(db)?;
+        let d = writer(db)?;
+        let wal = FlushOptions {
+            flush_type: FlushType::Wal,
+        };
+        within(&db.rt, db.deadline, "the store sync", d.flush_with_options(wal))?;
+        Ok(())
+    })
+}
+
 /// Readers only: opens a fresh DbReader on the latest manifest and WAL, then
 /// closes the old one. On failure the old reader stays in place.
 #[no_mangle]
