@@ -41,7 +41,7 @@ static const char serve_usage[] =
     "                     [--max-connections N] [--auth-timeout SECONDS]\n"
     "                     [--shutdown-timeout SECONDS] [--log-level LEVEL]\n"
     "                     [--memory-limit SIZE] [--engine-threads N]\n"
-    "                     [--log-min-duration MS] [--cache-dir DIR]\n"
+    "                     [--log-min-duration MS] [--log-commit-phases] [--cache-dir DIR]\n"
     "  --store URL           catalog store: file://DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX,\n"
     "                        az://CONTAINER/PREFIX or memory:// (default file://./moraine-data)\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
@@ -61,6 +61,8 @@ static const char serve_usage[] =
     "                        catalog queries are small; sessions run in parallel)\n"
     "  --log-min-duration MS log each statement (and each Sync that commits) taking at\n"
     "                        least MS milliseconds; 0 logs all, -1 none (default 1000)\n"
+    "  --log-commit-phases   log one line per commit: lock wait, mapping to store records,\n"
+    "                        durable store write, engine commit, total (milliseconds)\n"
     "  --cache-dir DIR       keep the store's SST parts read from object storage in this\n"
     "                        local folder (up to 1 GiB), for faster restarts and old\n"
     "                        snapshots (default: no cache)\n";
@@ -156,11 +158,16 @@ int cli_serve(int argc, char **argv) {
   const char *min_duration = NULL;
   const char *engine_threads = "1";
   const char *cache_dir = NULL;
+  bool log_commit_phases = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(serve_usage, stdout);
       return 0;
+    }
+    if (strcmp(a, "--log-commit-phases") == 0) {
+      log_commit_phases = true;
+      continue;
     }
     const char **slot = strcmp(a, "--store") == 0              ? &store_url
                         : strcmp(a, "--listen") == 0           ? &listen_addr
@@ -196,7 +203,8 @@ int cli_serve(int argc, char **argv) {
                           .auth_timeout_ms = PG_DEFAULT_AUTH_TIMEOUT_MS,
                           .shutdown_timeout_ms = PG_DEFAULT_SHUTDOWN_TIMEOUT_MS,
                           .auth_fail_delay_ms = PG_DEFAULT_AUTH_FAIL_DELAY_MS,
-                          .slow_statement_ms = PG_DEFAULT_SLOW_STATEMENT_MS};
+                          .slow_statement_ms = PG_DEFAULT_SLOW_STATEMENT_MS,
+                          .log_commit_phases = log_commit_phases};
   /* MORAINE_MAX_CONNECTIONS: the limit when --max-connections is not given
    * (older scripts and tests set it); the flag wins */
   if (max_conn == NULL)

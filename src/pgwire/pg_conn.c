@@ -977,6 +977,12 @@ static void query_loop(conn *c) {
     if (c->a->slow_statement_ms >= 0 && ms >= (double)c->a->slow_statement_ms &&
         m.type != 'H' && m.type != 'C')
       log_slow(c, &m, ms, sql);
+    sql_commit_times ct;
+    if (sql_session_take_commit_times(c->session, &ct) && c->a->log_commit_phases)
+      pg_log(PG_LOG_INFO,
+             "connection %u: commit of %zu rows: lock wait %.3f ms, map %.3f ms, store write "
+             "%.3f ms, engine commit %.3f ms, total %.3f ms",
+             c->pid, ct.rows, ct.lock_wait, ct.map, ct.store_write, ct.engine_commit, ct.total);
     pg_cancel_reason why = pg_registry_reason(c->reg, c->entry);
     if (why == PG_CANCEL_TIMEOUT)
       pg_log(PG_LOG_INFO, "connection %u (%s, user \"%s\"): statement cancelled: %s of %llu ms",

@@ -35,6 +35,7 @@ typedef struct pg_server_config {
   uint64_t shutdown_timeout_ms; /* the drain's bound at stop */
   uint64_t auth_fail_delay_ms;  /* a failed authentication waits this long */
   int64_t slow_statement_ms;    /* log statements that take this long; <0: never */
+  bool log_commit_phases;       /* log where each commit's time went */
 } pg_server_config;
 
 /* Zero in a config field means its default. */
@@ -74,6 +75,7 @@ typedef struct pg_conn_args {
   uint64_t auth_timeout_ms; /* for the log line when it passes */
   uint64_t auth_fail_delay_ms;
   int64_t slow_statement_ms; /* <0: never log statement durations */
+  bool log_commit_phases;    /* one line per commit: its phases' times */
 } pg_conn_args;
 
 /* Runs one connection to its end (closes nothing: the caller owns fd and

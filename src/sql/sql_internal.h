@@ -113,6 +113,8 @@ struct sql_session {
   bool read_only;
   sql_capture cap;
   uint64_t begin_seq; /* engine commit_seq when the open transaction began */
+  sql_commit_times last_commit; /* of the last hooked commit */
+  bool has_last_commit;         /* last_commit not yet taken */
   sql_guc *gucs;
   size_t ngucs;
   char *user;

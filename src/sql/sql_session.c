@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "sql/sql_internal.h"
 #include "sql/sql_plan.h"
@@ -220,6 +221,14 @@ static bool target_is_temp(sql_session *s, const sql_dml_target *d) {
 
 /* ---- sessions ----------------------------------------------------------- */
 
+bool sql_session_take_commit_times(sql_session *s, sql_commit_times *out) {
+  if (!s->has_last_commit)
+    return false;
+  *out = s->last_commit;
+  s->has_last_commit = false;
+  return true;
+}
+
 mr_status sql_session_open(sql_engine *e, const char *user, const char *database, sql_session **out,
                            sql_error *err) {
   *out = NULL;
@@ -353,22 +362,38 @@ static void rollback_txn(sql_session *s) {
   drop_temps(s, false);
 }
 
+static double ms_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
 /* The commit protocol of sql.h: hooks.prepare, then DuckDB's COMMIT, under
- * the engine's commit lock when there is anything to hand over. */
+ * the engine's commit lock when there is anything to hand over. Its phases
+ * are timed for sql_session_take_commit_times. */
 static mr_status commit_txn(sql_session *s, sql_error *err) {
   sql_engine *e = s->e;
   mr_status rc = MR_OK;
   if (s->cap.n == 0) {
     rc = end_txn_exec(s, "COMMIT", err);
   } else {
+    sql_commit_times tm = {0};
+    struct timespec t0, tp;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     pthread_mutex_lock(&e->commit_lock);
+    tm.lock_wait = ms_since(&t0);
     sql_changes ch = sql_capture_view(&s->cap);
     ch.begin_seq = s->begin_seq;
     ch.commit_seq = atomic_load(&e->commit_seq);
+    ch.times = &tm;
+    for (size_t i = 0; i < ch.nbatches; i++)
+      tm.rows += ch.batches[i].op == SQL_CHANGE_DDL ? 1 : ch.batches[i].nrows;
     if (e->has_hooks) {
       sql_error herr;
       memset(&herr, 0, sizeof herr);
+      clock_gettime(CLOCK_MONOTONIC, &tp);
       rc = e->hooks.prepare(e->hooks.ctx, &ch, &herr);
+      tm.map = ms_since(&tp) - tm.store_write;
       if (rc) {
         if (herr.sqlstate[0] == '\0')
           snprintf(herr.sqlstate, sizeof herr.sqlstate, "%s",
@@ -383,13 +408,20 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
       }
     }
     if (rc == MR_OK) {
+      clock_gettime(CLOCK_MONOTONIC, &tp);
       rc = end_txn_exec(s, "COMMIT", err);
+      tm.engine_commit = ms_since(&tp);
       if (rc == MR_OK)
         atomic_fetch_add(&e->commit_seq, 1);
       if (e->has_hooks && e->hooks.finished)
         e->hooks.finished(e->hooks.ctx, &ch, rc == MR_OK);
     }
     pthread_mutex_unlock(&e->commit_lock);
+    tm.total = ms_since(&t0);
+    if (e->has_hooks) {
+      s->last_commit = tm;
+      s->has_last_commit = true;
+    }
   }
   if (rc) {
     rollback_txn(s);
