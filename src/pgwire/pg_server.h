@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/mr_error.h"
+#include "pgwire/pg_tls.h"
 #include "sql/sql.h"
 
 typedef struct pg_server pg_server;
@@ -36,6 +37,8 @@ typedef struct pg_server_config {
   uint64_t auth_fail_delay_ms;  /* a failed authentication waits this long */
   int64_t slow_statement_ms;    /* log statements that take this long; <0: never */
   bool log_commit_phases;       /* log where each commit's time went */
+  pg_tls *tls;                  /* certificate for SSLRequest, or NULL: answer 'N' */
+  bool tls_required;            /* refuse connections that did not negotiate TLS */
 } pg_server_config;
 
 /* Zero in a config field means its default. */
@@ -76,6 +79,8 @@ typedef struct pg_conn_args {
   uint64_t auth_fail_delay_ms;
   int64_t slow_statement_ms; /* <0: never log statement durations */
   bool log_commit_phases;    /* one line per commit: its phases' times */
+  pg_tls *tls;               /* NULL: SSLRequest answered 'N' */
+  bool tls_required;
 } pg_conn_args;
 
 /* Runs one connection to its end (closes nothing: the caller owns fd and
