@@ -1101,8 +1101,8 @@ void pg_conn_run(const pg_conn_args *a) {
   }
   c->is_open = true;
   clock_gettime(CLOCK_MONOTONIC, &c->opened);
-  pg_log(PG_LOG_INFO, "connection %u opened from %s: user \"%s\", database \"%s\"", c->pid, a->peer,
-         c->user, c->database);
+  pg_log(PG_LOG_INFO, "connection %u opened from %s: user \"%s\", database \"%s\", %s", c->pid,
+         a->peer, c->user, c->database, c->io.ssl ? "TLS" : "no TLS");
   send_session_start(c);
   query_loop(c);
 done:

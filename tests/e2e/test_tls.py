@@ -67,6 +67,9 @@ def test_sslmode_require_and_verify_full(certs):
         with psycopg.connect(s.dsn(sslmode="require"), autocommit=True) as con:
             assert con.pgconn.ssl_in_use
             assert con.execute("SELECT 1").fetchone() == (1,)
+            pid = con.info.backend_pid
+        assert f"connection {pid} opened from 127.0.0.1:" in s.log()
+        assert [l for l in s.lines if f"connection {pid} opened" in l][0].endswith(", TLS")
         with psycopg.connect(s.dsn(sslmode="verify-full", sslrootcert=str(certs["ca"])),
                              autocommit=True) as con:
             assert con.pgconn.ssl_in_use
