@@ -6,5 +6,7 @@
 #define MR_CLI_H
 
 int cli_serve(int argc, char **argv);
+/* `moraine user add ...` (user.c). */
+int cli_user(int argc, char **argv);
 
 #endif

@@ -26,6 +26,8 @@ static const char usage[] =
     "        (defaults: --store file://./moraine-data --listen 127.0.0.1:5433\n"
     "        --max-connections 256 --auth-timeout 10 --shutdown-timeout 10\n"
     "        --log-level info; see moraine serve --help)\n"
+    "  user add NAME --role read|write --users-file FILE\n"
+    "        add or change a user of --users-file (password asked, never stored)\n"
     "  admission-table\n"
     "        print the statements, functions and relations clients may use\n"
     "        (Markdown; docs/security.md holds it)\n"
@@ -57,6 +59,8 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "serve") == 0)
     return cli_serve(argc - 1, argv + 1);
+  if (strcmp(cmd, "user") == 0)
+    return cli_user(argc - 1, argv + 1);
   fprintf(stderr, "moraine: unknown command '%s' (see moraine --help)\n", cmd);
   return 2;
 }

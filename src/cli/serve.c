@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "catalog/catalog.h"
 #include "cli/cli.h"
 #include "mr_version.h"
@@ -38,7 +40,8 @@
 #include "sql/sql.h"
 
 static const char serve_usage[] =
-    "usage: moraine serve [--store URL] [--listen HOST:PORT] [--password-file FILE]\n"
+    "usage: moraine serve [--store URL] [--listen HOST:PORT]\n"
+    "                     [--users-file FILE | --password-file FILE]\n"
     "                     [--max-connections N] [--auth-timeout SECONDS]\n"
     "                     [--shutdown-timeout SECONDS] [--log-level LEVEL]\n"
     "                     [--memory-limit SIZE] [--engine-threads N]\n"
@@ -47,6 +50,9 @@ static const char serve_usage[] =
     "  --store URL           catalog store: file://DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX,\n"
     "                        az://CONTAINER/PREFIX or memory:// (default file://./moraine-data)\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
+    "  --users-file FILE     users who may connect, each with a role (read or write) and a\n"
+    "                        SCRAM-SHA-256 verifier (moraine user add; docs/operations.md);\n"
+    "                        SIGHUP reloads it\n"
     "  --password-file FILE  require SCRAM-SHA-256 with the password in FILE (first line;\n"
     "                        any user name is accepted)\n"
     "  --max-connections N   client sessions at once; more get 53300 (default 256)\n"
@@ -97,10 +103,16 @@ static void on_reload(void *ctx) {
 
 static volatile sig_atomic_t hup_stop; /* the reload thread's end */
 
-/* Reloads the TLS certificate and key on each SIGHUP (blocked in every
- * thread, taken here with sigwait) until hup_stop. */
+/* What SIGHUP reloads (either may be NULL). */
+typedef struct serve_reloadable {
+  pg_tls *tls;
+  pg_users *users;
+} serve_reloadable;
+
+/* Reloads the TLS certificate and key and the users file on each SIGHUP
+ * (blocked in every thread, taken here with sigwait) until hup_stop. */
 static void *hup_main(void *arg) {
-  pg_tls *tls = arg;
+  const serve_reloadable *r = arg;
   sigset_t hup;
   sigemptyset(&hup);
   sigaddset(&hup, SIGHUP);
@@ -111,10 +123,14 @@ static void *hup_main(void *arg) {
     if (hup_stop)
       return NULL;
     mr_error e;
-    if (pg_tls_reload(tls, &e) == MR_OK)
+    if (r->tls && pg_tls_reload(r->tls, &e) == MR_OK)
       pg_log(PG_LOG_INFO, "SIGHUP: TLS certificate and key reloaded");
-    else
+    else if (r->tls)
       pg_log(PG_LOG_WARN, "SIGHUP: TLS reload failed, the current certificate stays: %s", e.msg);
+    if (r->users && pg_users_reload(r->users, &e) == MR_OK)
+      pg_log(PG_LOG_INFO, "SIGHUP: users file reloaded");
+    else if (r->users)
+      pg_log(PG_LOG_WARN, "SIGHUP: users file reload failed, the current users stay: %s", e.msg);
   }
 }
 
@@ -181,7 +197,7 @@ static uint64_t parse_seconds(const char *s) {
 int cli_serve(int argc, char **argv) {
   const char *store_url = "file://./moraine-data";
   const char *listen_addr = "127.0.0.1:5433";
-  const char *password_file = NULL;
+  const char *password_file = NULL, *users_file = NULL;
   const char *max_conn = NULL, *auth_timeout = NULL, *shutdown_timeout = NULL;
   const char *log_level = "info";
   const char *memory_limit = NULL;
@@ -189,6 +205,7 @@ int cli_serve(int argc, char **argv) {
   const char *engine_threads = "1";
   const char *cache_dir = NULL;
   bool log_commit_phases = false, tls_required = false;
+  serve_reloadable reloadable = {NULL, NULL};
   const char *tls_cert = NULL, *tls_key = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -203,6 +220,7 @@ int cli_serve(int argc, char **argv) {
     const char **slot = strcmp(a, "--store") == 0              ? &store_url
                         : strcmp(a, "--listen") == 0           ? &listen_addr
                         : strcmp(a, "--password-file") == 0    ? &password_file
+                        : strcmp(a, "--users-file") == 0       ? &users_file
                         : strcmp(a, "--max-connections") == 0  ? &max_conn
                         : strcmp(a, "--auth-timeout") == 0     ? &auth_timeout
                         : strcmp(a, "--shutdown-timeout") == 0 ? &shutdown_timeout
@@ -286,10 +304,25 @@ int cli_serve(int argc, char **argv) {
     return 2;
   }
   pg_log_set_level(level);
-  char password[256];
-  if (password_file && pg_password_file_read(password_file, password, sizeof password, &err)) {
+  if (password_file && users_file) {
+    fprintf(stderr, "moraine: serve: --users-file and --password-file exclude each other\n");
+    return 2;
+  }
+  pg_users *users = NULL;
+  if (users_file && pg_users_open_file(users_file, &users, &err) != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);
     return 1;
+  }
+  if (password_file) {
+    char password[256];
+    mr_status prc = pg_password_file_read(password_file, password, sizeof password, &err);
+    if (prc == MR_OK)
+      prc = pg_users_open_password(password, &users, &err);
+    OPENSSL_cleanse(password, sizeof password);
+    if (prc) {
+      fprintf(stderr, "moraine: %s\n", err.msg);
+      return 1;
+    }
   }
   if ((tls_cert == NULL) != (tls_key == NULL)) {
     fprintf(stderr, "moraine: serve: --tls-cert and --tls-key go together\n");
@@ -299,18 +332,22 @@ int cli_serve(int argc, char **argv) {
     fprintf(stderr, "moraine: serve: --tls-required needs --tls-cert and --tls-key\n");
     return 2;
   }
-  if (password_file == NULL && tls_cert == NULL && !pg_host_is_loopback(host)) {
+  if (users == NULL && tls_cert == NULL && !pg_host_is_loopback(host)) {
     fprintf(stderr,
-            "moraine: refusing to listen on non-loopback address %s without --password-file "
-            "or TLS\n",
+            "moraine: refusing to listen on non-loopback address %s without --users-file, "
+            "--password-file or TLS\n",
             host);
     return 1;
   }
   pg_tls *tls = NULL;
   if (tls_cert && pg_tls_open(tls_cert, tls_key, &tls, &err) != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);
+    pg_users_free(users);
     return 1;
   }
+  reloadable.tls = tls;
+  reloadable.users = users;
+  bool watch_hup = tls || users_file;
   cfg.tls = tls;
   cfg.tls_required = tls_required;
   /* SIGHUP reloads the certificate: taken by one thread with sigwait, so it
@@ -318,14 +355,15 @@ int cli_serve(int argc, char **argv) {
   sigset_t hup;
   sigemptyset(&hup);
   sigaddset(&hup, SIGHUP);
-  if (tls)
+  if (watch_hup)
     pthread_sigmask(SIG_BLOCK, &hup, NULL);
 
   int status = 1;
   pthread_t hup_thread;
-  if (tls && pthread_create(&hup_thread, NULL, hup_main, tls) != 0) {
-    fprintf(stderr, "moraine: cannot start the TLS reload thread\n");
+  if (watch_hup && pthread_create(&hup_thread, NULL, hup_main, &reloadable) != 0) {
+    fprintf(stderr, "moraine: cannot start the SIGHUP thread\n");
     pg_tls_free(tls);
+    pg_users_free(users);
     return 1;
   }
 
@@ -348,7 +386,7 @@ int cli_serve(int argc, char **argv) {
   }
   /* Claim the port before the (possibly long) load, so a taken port fails
    * at once with one line; nothing is accepted until pg_server_run. */
-  cfg.password = password_file ? password : NULL;
+  cfg.users = users;
   pg_server *server;
   if (pg_server_start(&cfg, engine, &server, &err) != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);
@@ -375,7 +413,6 @@ int cli_serve(int argc, char **argv) {
   fprintf(stderr, "moraine: loaded %zu catalog rows in %ld ms\n", loaded,
           (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
   catalog_install_hooks(cat);
-  memset(password, 0, sizeof password);
   store_watch *watch = NULL;
   store_watch_hooks hooks = {on_fenced, on_reload, NULL};
   if (store_watch_start(st, 1000, &hooks, &watch, &err) != MR_OK)
@@ -428,11 +465,12 @@ int cli_serve(int argc, char **argv) {
   fprintf(stderr, "moraine: stopped\n");
   status = 0;
 out:
-  if (tls) {
+  if (watch_hup) {
     hup_stop = 1;
     pthread_kill(hup_thread, SIGHUP);
     pthread_join(hup_thread, NULL);
-    pg_tls_free(tls);
   }
+  pg_tls_free(tls);
+  pg_users_free(users);
   return status;
 }

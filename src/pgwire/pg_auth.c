@@ -11,6 +11,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static size_t b64_encode(const uint8_t *in, size_t n, char *out) {
@@ -31,28 +32,114 @@ static int b64_decode(const char *in, size_t n, uint8_t *out, size_t cap) {
   return k;
 }
 
-mr_status pg_scram_init_fixed(pg_scram *s, const char *password, const uint8_t *salt,
-                              size_t salt_len, int iterations, const char *server_nonce_suffix,
-                              mr_error *err) {
+static void hmac(const uint8_t *key, size_t klen, const void *data, size_t n,
+                 uint8_t out[SHA256_DIGEST_LENGTH]) {
+  unsigned int olen = SHA256_DIGEST_LENGTH;
+  HMAC(EVP_sha256(), key, (int)klen, data, n, out, &olen);
+}
+
+mr_status pg_scram_verifier_derive(const char *password, const uint8_t *salt, size_t salt_len,
+                                   int iterations, pg_scram_verifier *out, mr_error *err) {
+  memset(out, 0, sizeof *out);
+  if (salt_len == 0 || salt_len > sizeof out->salt || iterations < 1)
+    return mr_fail(err, MR_ERR_INVALID, "SCRAM: bad salt or iteration count");
+  uint8_t salted[SHA256_DIGEST_LENGTH], client_key[SHA256_DIGEST_LENGTH];
+  if (PKCS5_PBKDF2_HMAC(password, (int)strlen(password), salt, (int)salt_len, iterations,
+                        EVP_sha256(), sizeof salted, salted) != 1)
+    return mr_fail(err, MR_ERR_IO, "PBKDF2 failed");
+  hmac(salted, sizeof salted, "Client Key", 10, client_key);
+  SHA256(client_key, sizeof client_key, out->stored_key);
+  hmac(salted, sizeof salted, "Server Key", 10, out->server_key);
+  memcpy(out->salt, salt, salt_len);
+  out->salt_len = salt_len;
+  out->iterations = iterations;
+  OPENSSL_cleanse(salted, sizeof salted);
+  OPENSSL_cleanse(client_key, sizeof client_key);
+  return MR_OK;
+}
+
+mr_status pg_scram_verifier_make(const char *password, pg_scram_verifier *out, mr_error *err) {
+  uint8_t salt[16];
+  if (RAND_bytes(salt, sizeof salt) != 1)
+    return mr_fail(err, MR_ERR_IO, "no randomness for a SCRAM salt");
+  return pg_scram_verifier_derive(password, salt, sizeof salt, PG_SCRAM_ITERATIONS, out, err);
+}
+
+/* Decodes the base64 field [p, end) into out of exactly want bytes (want 0:
+ * any length up to cap); the length decoded, or -1. */
+static int b64_field(const char *p, const char *end, uint8_t *out, size_t cap, size_t want) {
+  uint8_t buf[96]; /* decoding rounds up to whole 3-byte groups */
+  if ((size_t)(end - p) > 4 * (sizeof buf / 3))
+    return -1;
+  int n = b64_decode(p, (size_t)(end - p), buf, sizeof buf);
+  if (n < 0 || (want && (size_t)n != want) || (size_t)n > cap)
+    return -1;
+  memcpy(out, buf, (size_t)n);
+  return n;
+}
+
+mr_status pg_scram_verifier_parse(const char *text, pg_scram_verifier *out, mr_error *err) {
+  memset(out, 0, sizeof *out);
+  static const char prefix[] = "SCRAM-SHA-256$";
+  if (strncmp(text, prefix, sizeof prefix - 1) != 0)
+    return mr_fail(err, MR_ERR_INVALID, "not a SCRAM-SHA-256 verifier (want %s...)", prefix);
+  const char *p = text + sizeof prefix - 1;
+  char *end;
+  long iter = strtol(p, &end, 10);
+  const char *salt_end = *end == ':' ? strchr(end + 1, '$') : NULL;
+  const char *stored_end = salt_end ? strchr(salt_end + 1, ':') : NULL;
+  if (end == p || iter < 1 || iter > 100000000 || stored_end == NULL)
+    return mr_fail(err, MR_ERR_INVALID,
+                   "malformed SCRAM verifier (want SCRAM-SHA-256$ITER:SALT$STOREDKEY:SERVERKEY)");
+  const char *server_end = stored_end + 1 + strlen(stored_end + 1);
+  int salt_len = b64_field(end + 1, salt_end, out->salt, sizeof out->salt, 0);
+  if (salt_len <= 0 ||
+      b64_field(salt_end + 1, stored_end, out->stored_key, sizeof out->stored_key, 32) < 0 ||
+      b64_field(stored_end + 1, server_end, out->server_key, sizeof out->server_key, 32) < 0)
+    return mr_fail(err, MR_ERR_INVALID, "malformed SCRAM verifier: bad base64 in salt or keys");
+  out->salt_len = (size_t)salt_len;
+  out->iterations = (int)iter;
+  return MR_OK;
+}
+
+mr_status pg_scram_verifier_format(const pg_scram_verifier *v, char *out, size_t cap,
+                                   mr_error *err) {
+  char salt64[64], stored64[64], server64[64];
+  b64_encode(v->salt, v->salt_len, salt64);
+  b64_encode(v->stored_key, sizeof v->stored_key, stored64);
+  b64_encode(v->server_key, sizeof v->server_key, server64);
+  int n = snprintf(out, cap, "SCRAM-SHA-256$%d:%s$%s:%s", v->iterations, salt64, stored64,
+                   server64);
+  if (n < 0 || (size_t)n >= cap)
+    return mr_fail(err, MR_ERR_INVALID, "SCRAM verifier does not fit its buffer");
+  return MR_OK;
+}
+
+static mr_status scram_start(pg_scram *s, const pg_scram_verifier *v,
+                             const char *server_nonce_suffix, mr_error *err) {
   memset(s, 0, sizeof *s);
-  if (strlen(password) >= sizeof s->password || salt_len > sizeof s->salt ||
-      strlen(server_nonce_suffix) >= sizeof s->server_nonce_suffix)
+  if (strlen(server_nonce_suffix) >= sizeof s->server_nonce_suffix)
     return mr_fail(err, MR_ERR_INVALID, "SCRAM parameters too long");
-  snprintf(s->password, sizeof s->password, "%s", password);
-  memcpy(s->salt, salt, salt_len);
-  s->salt_len = salt_len;
-  s->iterations = iterations;
+  s->v = *v;
   snprintf(s->server_nonce_suffix, sizeof s->server_nonce_suffix, "%s", server_nonce_suffix);
   return MR_OK;
 }
 
-mr_status pg_scram_init(pg_scram *s, const char *password, mr_error *err) {
-  uint8_t salt[16], raw[18];
+mr_status pg_scram_init_fixed(pg_scram *s, const char *password, const uint8_t *salt,
+                              size_t salt_len, int iterations, const char *server_nonce_suffix,
+                              mr_error *err) {
+  pg_scram_verifier v;
+  mr_status rc = pg_scram_verifier_derive(password, salt, salt_len, iterations, &v, err);
+  return rc ? rc : scram_start(s, &v, server_nonce_suffix, err);
+}
+
+mr_status pg_scram_init(pg_scram *s, const pg_scram_verifier *v, mr_error *err) {
+  uint8_t raw[18];
   char nonce[32];
-  if (RAND_bytes(salt, sizeof salt) != 1 || RAND_bytes(raw, sizeof raw) != 1)
+  if (RAND_bytes(raw, sizeof raw) != 1)
     return mr_fail(err, MR_ERR_IO, "no randomness for SCRAM");
   b64_encode(raw, sizeof raw, nonce);
-  return pg_scram_init_fixed(s, password, salt, sizeof salt, PG_SCRAM_ITERATIONS, nonce, err);
+  return scram_start(s, v, nonce, err);
 }
 
 /* Finds "k=" attribute in a comma-separated SCRAM message. */
@@ -91,19 +178,13 @@ mr_status pg_scram_client_first(pg_scram *s, const char *msg, size_t len, char *
     return mr_fail(err, MR_ERR_INVALID, "SCRAM client nonce missing");
   snprintf(s->nonce, sizeof s->nonce, "%.*s%s", (int)nlen, cnonce, s->server_nonce_suffix);
   char salt64[64];
-  b64_encode(s->salt, s->salt_len, salt64);
+  b64_encode(s->v.salt, s->v.salt_len, salt64);
   int n = snprintf(s->server_first, sizeof s->server_first, "r=%s,s=%s,i=%d", s->nonce, salt64,
-                   s->iterations);
+                   s->v.iterations);
   if (n < 0 || (size_t)n >= outcap || (size_t)n >= sizeof s->server_first)
     return mr_fail(err, MR_ERR_INVALID, "SCRAM message too long");
   memcpy(out, s->server_first, (size_t)n + 1);
   return MR_OK;
-}
-
-static void hmac(const uint8_t *key, size_t klen, const void *data, size_t n,
-                 uint8_t out[SHA256_DIGEST_LENGTH]) {
-  unsigned int olen = SHA256_DIGEST_LENGTH;
-  HMAC(EVP_sha256(), key, (int)klen, data, n, out, &olen);
 }
 
 mr_status pg_scram_client_final(pg_scram *s, const char *msg, size_t len, char *out, size_t outcap,
@@ -133,29 +214,22 @@ mr_status pg_scram_client_final(pg_scram *s, const char *msg, size_t len, char *
   if (prlen != SHA256_DIGEST_LENGTH)
     return mr_fail(err, MR_ERR_INVALID, "malformed SCRAM proof");
 
-  uint8_t salted[SHA256_DIGEST_LENGTH], client_key[SHA256_DIGEST_LENGTH];
-  uint8_t stored_key[SHA256_DIGEST_LENGTH], server_key[SHA256_DIGEST_LENGTH];
+  const uint8_t *stored_key = s->v.stored_key, *server_key = s->v.server_key;
   uint8_t client_sig[SHA256_DIGEST_LENGTH], server_sig[SHA256_DIGEST_LENGTH];
-  if (PKCS5_PBKDF2_HMAC(s->password, (int)strlen(s->password), s->salt, (int)s->salt_len,
-                        s->iterations, EVP_sha256(), sizeof salted, salted) != 1)
-    return mr_fail(err, MR_ERR_IO, "PBKDF2 failed");
-  hmac(salted, sizeof salted, "Client Key", 10, client_key);
-  SHA256(client_key, sizeof client_key, stored_key);
-  hmac(salted, sizeof salted, "Server Key", 10, server_key);
 
   char auth_msg[2048];
   int an = snprintf(auth_msg, sizeof auth_msg, "%s,%s,%.*s", s->client_first_bare, s->server_first,
                     (int)without, m);
   if (an < 0 || (size_t)an >= sizeof auth_msg)
     return mr_fail(err, MR_ERR_INVALID, "SCRAM message too long");
-  hmac(stored_key, sizeof stored_key, auth_msg, (size_t)an, client_sig);
+  hmac(stored_key, SHA256_DIGEST_LENGTH, auth_msg, (size_t)an, client_sig);
   uint8_t recovered[SHA256_DIGEST_LENGTH], check[SHA256_DIGEST_LENGTH];
   for (size_t i = 0; i < sizeof recovered; i++)
     recovered[i] = proof[i] ^ client_sig[i];
   SHA256(recovered, sizeof recovered, check);
   if (CRYPTO_memcmp(check, stored_key, sizeof check) != 0)
     return mr_fail(err, MR_ERR_INVALID, "password authentication failed");
-  hmac(server_key, sizeof server_key, auth_msg, (size_t)an, server_sig);
+  hmac(server_key, SHA256_DIGEST_LENGTH, auth_msg, (size_t)an, server_sig);
   char sig64[64];
   b64_encode(server_sig, sizeof server_sig, sig64);
   int n = snprintf(out, outcap, "v=%s", sig64);

@@ -91,6 +91,7 @@ typedef struct conn {
   pg_msg copy_msg; /* the last CopyData read; freed at the next read */
   char user[128];
   char database[128];
+  pg_role role; /* what the authenticated user may do */
   pg_registry *reg;
   pg_entry *entry;
   struct timespec opened; /* when authentication succeeded */
@@ -480,17 +481,20 @@ static bool auth_fail(conn *c, const char *why) {
 }
 
 static bool authenticate(conn *c) {
-  if (c->a->password == NULL) {
+  c->role = PG_ROLE_WRITE;
+  if (c->a->users == NULL) {
     send_auth(c, 0, NULL, 0); /* AuthenticationOk (trust) */
     return true;
   }
+  pg_scram_verifier v;
+  bool known = pg_users_find(c->a->users, c->user, &v, &c->role);
   static const char mech[] = "SCRAM-SHA-256\0";
   send_auth(c, 10, mech, sizeof mech); /* AuthenticationSASL, list ends with \0 */
   if (flush(c))
     return false;
   pg_scram scram;
   mr_error e;
-  if (pg_scram_init(&scram, c->a->password, &e) != MR_OK)
+  if (pg_scram_init(&scram, &v, &e) != MR_OK)
     return auth_fail(c, e.msg);
   pg_msg m;
   if (!expect_password_message(c, &m))
@@ -520,8 +524,8 @@ static bool authenticate(conn *c) {
     return false;
   ok = pg_scram_client_final(&scram, (const char *)m.data, m.len, reply, sizeof reply, &e) == MR_OK;
   pg_msg_free(&m);
-  if (!ok)
-    return auth_fail(c, e.msg);
+  if (!ok) /* an unknown user fails here too, with the same answer */
+    return auth_fail(c, known ? e.msg : "no such user");
   send_auth(c, 12, reply, strlen(reply)); /* AuthenticationSASLFinal */
   send_auth(c, 0, NULL, 0);
   return true;
@@ -1059,6 +1063,7 @@ static bool open_session(conn *c) {
     flush(c);
     return false;
   }
+  sql_session_set_read_only_role(c->session, c->role == PG_ROLE_READ);
   pg_registry_authenticated(c->reg, c->entry, c->session);
   return true;
 }
@@ -1101,8 +1106,9 @@ void pg_conn_run(const pg_conn_args *a) {
   }
   c->is_open = true;
   clock_gettime(CLOCK_MONOTONIC, &c->opened);
-  pg_log(PG_LOG_INFO, "connection %u opened from %s: user \"%s\", database \"%s\", %s", c->pid,
-         a->peer, c->user, c->database, c->io.ssl ? "TLS" : "no TLS");
+  pg_log(PG_LOG_INFO, "connection %u opened from %s: user \"%s\", database \"%s\", %s, role %s",
+         c->pid, a->peer, c->user, c->database, c->io.ssl ? "TLS" : "no TLS",
+         pg_role_name(c->role));
   send_session_start(c);
   query_loop(c);
 done:

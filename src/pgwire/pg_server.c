@@ -26,7 +26,6 @@
 
 struct pg_server {
   pg_server_config cfg;
-  char *password;
   sql_engine *engine;
   pg_registry *registry;
   int listen_fd;
@@ -75,9 +74,9 @@ static void cancel_session(void *session) {
 mr_status pg_server_start(const pg_server_config *cfg, sql_engine *engine, pg_server **out,
                           mr_error *err) {
   *out = NULL;
-  if (cfg->password == NULL && !pg_host_is_loopback(cfg->host))
+  if (cfg->users == NULL && cfg->tls == NULL && !pg_host_is_loopback(cfg->host))
     return mr_fail(err, MR_ERR_INVALID,
-                   "refusing to listen on non-loopback address %s without --password-file",
+                   "refusing to listen on non-loopback address %s without passwords or TLS",
                    cfg->host);
   struct addrinfo hints = {0}, *res = NULL;
   hints.ai_family = AF_UNSPEC;
@@ -114,8 +113,6 @@ mr_status pg_server_start(const pg_server_config *cfg, sql_engine *engine, pg_se
     return mr_fail(err, MR_ERR_NOMEM, "out of memory");
   }
   s->cfg = *cfg;
-  s->password = cfg->password ? strdup(cfg->password) : NULL;
-  s->cfg.password = s->password;
   s->engine = engine;
   s->listen_fd = fd;
   s->stop_pipe[0] = s->stop_pipe[1] = -1;
@@ -129,10 +126,6 @@ mr_status pg_server_start(const pg_server_config *cfg, sql_engine *engine, pg_se
     s->cfg.shutdown_timeout_ms = PG_DEFAULT_SHUTDOWN_TIMEOUT_MS;
   if (s->cfg.auth_fail_delay_ms == 0)
     s->cfg.auth_fail_delay_ms = PG_DEFAULT_AUTH_FAIL_DELAY_MS;
-  if (cfg->password && s->password == NULL) {
-    pg_server_free(s);
-    return mr_fail(err, MR_ERR_NOMEM, "out of memory");
-  }
   pg_registry_config rcfg = {
       .max_connections = s->cfg.max_connections,
       .max_pending =
@@ -249,7 +242,7 @@ static void accept_one(pg_server *s) {
   cs->args.registry = s->registry;
   cs->args.entry = e;
   cs->args.engine = s->engine;
-  cs->args.password = s->cfg.password;
+  cs->args.users = s->cfg.users;
   cs->args.max_message = s->cfg.max_message;
   cs->args.auth_timeout_ms = s->cfg.auth_timeout_ms;
   cs->args.auth_fail_delay_ms = s->cfg.auth_fail_delay_ms;
@@ -332,6 +325,5 @@ void pg_server_free(pg_server *s) {
   if (s->stop_pipe[1] >= 0)
     close(s->stop_pipe[1]);
   pg_registry_free(s->registry);
-  free(s->password);
   free(s);
 }

@@ -22,6 +22,7 @@
 
 #include "base/mr_error.h"
 #include "pgwire/pg_tls.h"
+#include "pgwire/pg_users.h"
 #include "sql/sql.h"
 
 typedef struct pg_server pg_server;
@@ -29,7 +30,8 @@ typedef struct pg_server pg_server;
 typedef struct pg_server_config {
   const char *host;             /* numeric IPv4/IPv6 address or a name */
   const char *port;             /* "0" picks a free port */
-  const char *password;         /* NULL: trust (only allowed on loopback) */
+  pg_users *users;              /* who may connect (borrowed); NULL: trust, only on
+                                   loopback unless TLS is on */
   int max_connections;          /* sessions; beyond it clients get 53300 */
   size_t max_message;           /* larger messages close the connection */
   uint64_t auth_timeout_ms;     /* accept -> authenticated, else closed */
@@ -73,7 +75,7 @@ typedef struct pg_conn_args {
   pg_registry *registry;
   pg_entry *entry; /* this connection in the registry */
   sql_engine *engine;
-  const char *password; /* NULL: trust */
+  pg_users *users; /* NULL: trust (everyone writes) */
   size_t max_message;
   uint64_t auth_timeout_ms; /* for the log line when it passes */
   uint64_t auth_fail_delay_ms;

@@ -270,6 +270,10 @@ void sql_session_error_at_sync(sql_session *s);
 /* Called at Sync: commits an implicit extended-protocol transaction. */
 mr_status sql_session_sync(sql_session *s, sql_error *err) MR_MUST_CHECK;
 
+/* The session's user may read, not write: every DML, DDL and COPY FROM
+ * fails with SQLSTATE 42501 (set once, after authentication). */
+void sql_session_set_read_only_role(sql_session *s, bool read_only);
+
 /* True once after each commit that called the hooks, with its times. */
 bool sql_session_take_commit_times(sql_session *s, sql_commit_times *out);
 

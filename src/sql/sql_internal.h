@@ -118,6 +118,7 @@ struct sql_session {
   uint64_t begin_seq; /* engine commit_seq when the open transaction began */
   duckdb_prepared_statement txn_ps[SQL_TXN_VERBS]; /* prepared on first use */
   sql_commit_times last_commit; /* of the last hooked commit */
+  bool role_read_only;          /* the user's role is read: writes fail 42501 */
   bool has_last_commit;         /* last_commit not yet taken */
   sql_guc *gucs;
   size_t ngucs;

@@ -221,6 +221,10 @@ static bool target_is_temp(sql_session *s, const sql_dml_target *d) {
 
 /* ---- sessions ----------------------------------------------------------- */
 
+void sql_session_set_read_only_role(sql_session *s, bool read_only) {
+  s->role_read_only = read_only;
+}
+
 bool sql_session_take_commit_times(sql_session *s, sql_commit_times *out) {
   if (!s->has_last_commit)
     return false;
@@ -384,6 +388,14 @@ static void rollback_txn(sql_session *s) {
   drop_temps(s, false);
 }
 
+/* The read role's refusal of a write (logged once per statement). */
+static mr_status role_refuses(sql_session *s, const char *sql, sql_error *err) {
+  fprintf(stderr, "moraine: refused (42501) a write by user \"%s\" (role read): %.60s\n", s->user,
+          sql);
+  return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INSUFFICIENT_PRIVILEGE,
+                  "permission denied: user \"%s\" may read this catalog, not write it", s->user);
+}
+
 static double ms_since(const struct timespec *t0) {
   struct timespec t1;
   clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -398,6 +410,9 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
   mr_status rc = MR_OK;
   if (s->cap.n == 0) {
     rc = end_txn_exec(s, SQL_TXN_COMMIT, err);
+  } else if (s->role_read_only) {
+    /* unreachable while every write statement is checked: never commit one */
+    rc = role_refuses(s, "COMMIT", err);
   } else {
     sql_commit_times tm = {0};
     struct timespec t0, tp;
@@ -515,6 +530,8 @@ mr_status sql_run_dml(sql_session *s, const char *sql, const sql_dml_target *d, 
 }
 
 static mr_status read_only_check(sql_session *s, sql_kind kind, const char *sql, sql_error *err) {
+  if (s->role_read_only && (kind == SQL_KIND_DML || kind == SQL_KIND_DDL))
+    return role_refuses(s, sql, err);
   if (!s->read_only)
     return MR_OK;
   if (kind == SQL_KIND_DML || kind == SQL_KIND_DDL)
@@ -692,6 +709,8 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
     rc = sql_lex_parse_copy(stmt, &t, &c, err);
     sql_toks_free(&t);
     uint64_t n = 0;
+    if (rc == MR_OK && c.from_stdin && s->role_read_only)
+      rc = role_refuses(s, stmt, err);
     if (rc == MR_OK && c.from_stdin && s->read_only)
       rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_READ_ONLY_SQL_TRANSACTION,
                     "cannot execute COPY FROM in a read-only transaction");
