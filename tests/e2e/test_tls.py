@@ -69,7 +69,7 @@ def test_sslmode_require_and_verify_full(certs):
             assert con.execute("SELECT 1").fetchone() == (1,)
             pid = con.info.backend_pid
         assert f"connection {pid} opened from 127.0.0.1:" in s.log()
-        assert [l for l in s.lines if f"connection {pid} opened" in l][0].endswith(", TLS")
+        assert [l for l in s.lines if f"connection {pid} opened" in l][0].endswith(", TLS, role write")
         with psycopg.connect(s.dsn(sslmode="verify-full", sslrootcert=str(certs["ca"])),
                              autocommit=True) as con:
             assert con.pgconn.ssl_in_use
@@ -85,17 +85,31 @@ def test_sslmode_require_and_verify_full(certs):
         assert s.stop() == 0
 
 
-def test_ducklake_over_tls(certs, tmp_path):
+@pytest.mark.parametrize("mode", ["require", "verify-full"])
+def test_ducklake_over_tls(certs, tmp_path, mode):
     s = Server("--tls-cert", str(certs["cert"]), "--tls-key", str(certs["key"]), "--tls-required")
     try:
         duck = connect()
-        duck.execute(f"ATTACH 'ducklake:postgres:{s.dsn(sslmode='require')}' AS lake "
+        extra = {"sslrootcert": str(certs["ca"])} if mode == "verify-full" else {}
+        duck.execute(f"ATTACH 'ducklake:postgres:{s.dsn(sslmode=mode, **extra)}' AS lake "
                      f"(DATA_PATH '{tmp_path}/data/')")
         duck.execute("CREATE TABLE lake.t (id BIGINT, v VARCHAR)")
         duck.execute("INSERT INTO lake.t VALUES (1, 'a'), (2, 'b')")
         assert duck.execute("SELECT sum(id), string_agg(v, ',' ORDER BY v) FROM lake.t"
                             ).fetchall() == [(3, "a,b")]
         duck.close()
+    finally:
+        assert s.stop() == 0
+
+
+def test_psql_verify_full(certs):
+    s = Server("--tls-cert", str(certs["cert"]), "--tls-key", str(certs["key"]), "--tls-required")
+    try:
+        r = subprocess.run(["psql", "-X", "-A", "-t", "-c", "SELECT 41 + 1",
+                            f"host=127.0.0.1 port={s.port} dbname=lake user=moraine "
+                            f"sslmode=verify-full sslrootcert={certs['ca']}"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and r.stdout.strip() == "42", r.stderr
     finally:
         assert s.stop() == 0
 
