@@ -16,12 +16,14 @@
 #include "pgwire/pg_users.h"
 
 static const char user_usage[] =
-    "usage: moraine user add NAME --role read|write --users-file FILE\n"
+    "usage: moraine user add NAME --role read|write --users-file FILE [--databases LIST]\n"
     "  Sets NAME's line in FILE (created if missing, mode 0600): the role and a\n"
     "  SCRAM-SHA-256 verifier of a password read from the terminal (asked twice,\n"
     "  not echoed) or from the first line of standard input. `moraine serve\n"
     "  --users-file FILE` reads it; SIGHUP makes a running server reload it.\n"
-    "  read: attach, query and time travel; write: everything a client may do.\n";
+    "  read: attach, query and time travel; write: everything a client may do.\n"
+    "  --databases a,b: the only database names (catalogs) NAME may connect to\n"
+    "  (default *, all).\n";
 
 /* One line from stdin into buf, without its line ending; prompt (on a
  * terminal, echo off) when prompt is non-NULL. false at EOF or error. */
@@ -57,10 +59,11 @@ int cli_user(int argc, char **argv) {
                     "FILE' (see moraine user --help)\n");
     return 2;
   }
-  const char *name = NULL, *role_text = NULL, *path = NULL;
+  const char *name = NULL, *role_text = NULL, *path = NULL, *databases = NULL;
   for (int i = 2; i < argc; i++) {
     const char **slot = strcmp(argv[i], "--role") == 0         ? &role_text
                         : strcmp(argv[i], "--users-file") == 0 ? &path
+                        : strcmp(argv[i], "--databases") == 0  ? &databases
                                                                : NULL;
     if (slot && i + 1 < argc) {
       *slot = argv[++i];
@@ -96,7 +99,7 @@ int cli_user(int argc, char **argv) {
   }
   pg_scram_verifier v;
   if (pg_scram_verifier_make(pw, &v, &err) != MR_OK ||
-      pg_users_file_set(path, name, role, &v, &err) != MR_OK) {
+      pg_users_file_set(path, name, role, &v, databases, &err) != MR_OK) {
     fprintf(stderr, "moraine: user add: %s\n", err.msg);
     goto out;
   }

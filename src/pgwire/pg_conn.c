@@ -527,6 +527,13 @@ static bool authenticate(conn *c) {
   if (!ok) /* an unknown user fails here too, with the same answer */
     return auth_fail(c, known ? e.msg : "no such user");
   send_auth(c, 12, reply, strlen(reply)); /* AuthenticationSASLFinal */
+  if (!pg_users_may_use(c->a->users, c->user, c->database)) {
+    pg_log(PG_LOG_WARN, "connection from %s: user \"%s\" may not use database \"%s\"",
+           c->a->peer, c->user, c->database);
+    char msg[300];
+    snprintf(msg, sizeof msg, "permission denied for database \"%s\"", c->database);
+    return fatal(c, "42501", msg);
+  }
   send_auth(c, 0, NULL, 0);
   return true;
 }

@@ -16,11 +16,37 @@
 
 #define USER_NAME_MAX 128
 
+#define USER_DATABASES_MAX 512
+
 typedef struct pg_user {
   char name[USER_NAME_MAX];
   pg_role role;
   pg_scram_verifier v;
+  char databases[USER_DATABASES_MAX]; /* "" = all, else ",a,b," */
 } pg_user;
+
+/* Is database in the list (",a,b," form; "" = all)? */
+static bool in_list(const char *list, const char *database) {
+  if (list[0] == '\0')
+    return true;
+  size_t n = strlen(database);
+  for (const char *p = strstr(list, database); p; p = strstr(p + 1, database))
+    if (p > list && p[-1] == ',' && p[n] == ',')
+      return true;
+  return false;
+}
+
+/* "a,b" / "*" -> ",a,b," / ""; false when it does not fit or has blanks. */
+static bool list_form(const char *text, char *out, size_t cap) {
+  if (text == NULL || strcmp(text, "*") == 0) {
+    out[0] = '\0';
+    return true;
+  }
+  if (text[0] == '\0' || strpbrk(text, " \t\r\n") != NULL ||
+      (size_t)snprintf(out, cap, ",%s,", text) >= cap)
+    return false;
+  return strstr(out, ",,") == NULL;
+}
 
 struct pg_users {
   char *path;         /* NULL: password mode */
@@ -75,14 +101,19 @@ static mr_status parse_file(const char *path, pg_user **out, size_t *nout, mr_er
                    lineno, sizeof line - 1);
       break;
     }
-    char name[USER_NAME_MAX + 1], role[16], verifier[512], extra[2];
-    int k = sscanf(line, " %128s %15s %511s %1s", name, role, verifier, extra);
+    char name[USER_NAME_MAX + 1], role[16], verifier[512], dbs[USER_DATABASES_MAX], extra[2];
+    dbs[0] = '\0';
+    int k = sscanf(line, " %128s %15s %511s %509s %1s", name, role, verifier, dbs, extra);
     if (k <= 0 || name[0] == '#')
       continue;
     pg_user u;
     memset(&u, 0, sizeof u);
-    if (k != 3) {
-      rc = mr_fail(err, MR_ERR_INVALID, "users file %s line %zu: want NAME ROLE VERIFIER", path,
+    if (k != 3 && k != 4) {
+      rc = mr_fail(err, MR_ERR_INVALID,
+                   "users file %s line %zu: want NAME ROLE VERIFIER [DATABASES]", path, lineno);
+    } else if (!list_form(k == 4 ? dbs : NULL, u.databases, sizeof u.databases)) {
+      rc = mr_fail(err, MR_ERR_INVALID,
+                   "users file %s line %zu: DATABASES is * or names separated by commas", path,
                    lineno);
     } else if (strlen(name) >= sizeof u.name) {
       rc = mr_fail(err, MR_ERR_INVALID, "users file %s line %zu: name longer than %d bytes", path,
@@ -196,6 +227,18 @@ void pg_users_free(pg_users *u) {
   free(u);
 }
 
+bool pg_users_may_use(pg_users *u, const char *name, const char *database) {
+  bool ok = false;
+  pthread_mutex_lock(&u->mu);
+  for (size_t i = 0; i < u->n; i++)
+    if (u->any_name || strcmp(u->v[i].name, name) == 0) {
+      ok = in_list(u->v[i].databases, database);
+      break;
+    }
+  pthread_mutex_unlock(&u->mu);
+  return ok;
+}
+
 bool pg_users_find(pg_users *u, const char *name, pg_scram_verifier *v, pg_role *role) {
   bool found = false;
   pthread_mutex_lock(&u->mu);
@@ -213,8 +256,19 @@ bool pg_users_find(pg_users *u, const char *name, pg_scram_verifier *v, pg_role 
   return found;
 }
 
+static void write_line(FILE *out, const char *name, pg_role role, const char *verifier,
+                       const char *databases) {
+  if (databases && strcmp(databases, "*") != 0)
+    fprintf(out, "%s %s %s %s\n", name, pg_role_name(role), verifier, databases);
+  else
+    fprintf(out, "%s %s %s\n", name, pg_role_name(role), verifier);
+}
+
 mr_status pg_users_file_set(const char *path, const char *name, pg_role role,
-                            const pg_scram_verifier *v, mr_error *err) {
+                            const pg_scram_verifier *v, const char *databases, mr_error *err) {
+  char list[USER_DATABASES_MAX];
+  if (!list_form(databases, list, sizeof list))
+    return mr_fail(err, MR_ERR_INVALID, "databases: * or names separated by commas, no blanks");
   if (name[0] == '\0' || name[0] == '#' || strlen(name) >= USER_NAME_MAX ||
       strpbrk(name, " \t\r\n") != NULL)
     return mr_fail(err, MR_ERR_INVALID,
@@ -260,14 +314,14 @@ mr_status pg_users_file_set(const char *path, const char *name, pg_role role,
   while (in && fgets(line, sizeof line, in)) {
     char first[USER_NAME_MAX + 1];
     if (sscanf(line, " %128s", first) == 1 && first[0] != '#' && strcmp(first, name) == 0) {
-      fprintf(out, "%s %s %s\n", name, pg_role_name(role), vtext);
+      write_line(out, name, role, vtext, databases);
       replaced = true;
     } else {
       fputs(line, out);
     }
   }
   if (!replaced)
-    fprintf(out, "%s %s %s\n", name, pg_role_name(role), vtext);
+    write_line(out, name, role, vtext, databases);
   if (in)
     fclose(in);
   bool ok = fflush(out) == 0 && fsync(fileno(out)) == 0;

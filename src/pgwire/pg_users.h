@@ -3,12 +3,14 @@
  * `--users-file`, or the one password of `--password-file`, behind a single
  * lookup that SIGHUP can reload.
  *
- * The users file: one user per line, three fields separated by blanks,
- *   NAME ROLE VERIFIER
+ * The users file: one user per line, fields separated by blanks,
+ *   NAME ROLE VERIFIER [DATABASES]
  * ROLE is `read` (attach, query, time travel; every write fails 42501) or
  * `write`; VERIFIER is a SCRAM-SHA-256 verifier exactly as PostgreSQL keeps
  * it in pg_authid.rolpassword (pg_auth.h), so one can be pasted from a
- * PostgreSQL server. Blank lines and lines starting with '#' are ignored; a
+ * PostgreSQL server. DATABASES, when given, is a comma-separated list of the
+ * database names (catalogs) the user may connect to, `*` for all (the
+ * default); a connection to any other is refused with 42501. Blank lines and lines starting with '#' are ignored; a
  * repeated name, an unknown role or a malformed verifier fails the load
  * with the line number. `moraine user add` writes lines (pg_users_file_set).
  *
@@ -44,10 +46,14 @@ void pg_users_free(pg_users *u);
  * a verifier no password matches, so that the exchange can run to its end
  * and fail like a wrong password (an unknown name is not revealed). */
 bool pg_users_find(pg_users *u, const char *name, pg_scram_verifier *v, pg_role *role);
+/* May name connect to database? (false for an unknown name) */
+bool pg_users_may_use(pg_users *u, const char *name, const char *database);
 
 /* Sets name's line in the users file at path (added, or replaced in
- * place), written to a temporary file and renamed over, mode 0600. */
+ * place), written to a temporary file and renamed over, mode 0600.
+ * databases: NULL or "*" for all, else a comma-separated list. */
 mr_status pg_users_file_set(const char *path, const char *name, pg_role role,
-                            const pg_scram_verifier *v, mr_error *err) MR_MUST_CHECK;
+                            const pg_scram_verifier *v, const char *databases,
+                            mr_error *err) MR_MUST_CHECK;
 
 #endif /* MR_PG_USERS_H */

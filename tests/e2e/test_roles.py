@@ -14,9 +14,10 @@ from conftest import connect
 from test_pg_front import MORAINE, Server
 
 
-def user_add(path, name, role, password):
-    r = subprocess.run([MORAINE, "user", "add", name, "--role", role, "--users-file", str(path)],
-                       input=password + "\n", capture_output=True, text=True, timeout=30)
+def user_add(path, name, role, password, *extra):
+    r = subprocess.run([MORAINE, "user", "add", name, "--role", role, "--users-file", str(path),
+                        *extra], input=password + "\n", capture_output=True, text=True,
+                       timeout=30)
     assert r.returncode == 0, r.stderr
     assert password not in path.read_text()
 
@@ -127,6 +128,19 @@ def test_sighup_reloads_the_users_file(lake):
     s.proc.send_signal(signal.SIGHUP)
     assert wait_log(s, "users file reload failed")
     psycopg.connect(s.dsn(user="carol", password="carol-pw")).close()
+
+
+def test_database_grants(lake):
+    s, users = lake["server"], lake["users"]
+    user_add(users, "dora", "read", "dora-pw", "--databases", "lake,archive")
+    s.proc.send_signal(signal.SIGHUP)
+    assert wait_log(s, "SIGHUP: users file reloaded")
+    psycopg.connect(s.dsn(user="dora", password="dora-pw", dbname="lake")).close()
+    with pytest.raises(psycopg.OperationalError, match='permission denied for database "other"'):
+        psycopg.connect(s.dsn(user="dora", password="dora-pw", dbname="other"))
+    assert wait_log(s, 'user "dora" may not use database "other"')
+    assert "dora read SCRAM-SHA-256$" in users.read_text()
+    assert users.read_text().count(" lake,archive\n") == 1
 
 
 def test_users_file_problems_exit_with_one_line(tmp_path):

@@ -173,15 +173,24 @@ static void users_file(void **state) {
   /* moraine user add: replace alice in place, add carol, keep the rest */
   pg_scram_verifier carol;
   assert_int_equal(pg_scram_verifier_make("secret", &carol, &err), MR_OK);
-  assert_int_equal(pg_users_file_set(path, "alice", PG_ROLE_WRITE, &want, &err), MR_OK);
-  assert_int_equal(pg_users_file_set(path, "carol", PG_ROLE_READ, &carol, &err), MR_OK);
-  assert_int_equal(pg_users_file_set(path, "has space", PG_ROLE_READ, &carol, &err),
+  assert_int_equal(pg_users_file_set(path, "alice", PG_ROLE_WRITE, &want, NULL, &err), MR_OK);
+  assert_int_equal(pg_users_file_set(path, "carol", PG_ROLE_READ, &carol, "lake,lake2", &err), MR_OK);
+  assert_int_equal(pg_users_file_set(path, "has space", PG_ROLE_READ, &carol, NULL, &err),
                    MR_ERR_INVALID);
   assert_int_equal(pg_users_reload(u, &err), MR_OK);
   assert_true(pg_users_find(u, "alice", &v, &role));
   assert_int_equal(role, PG_ROLE_WRITE);
   assert_true(pg_users_find(u, "carol", &v, &role));
   assert_memory_equal(&v, &carol, sizeof v);
+  /* grants: carol only lake and lake2, alice everything, nobody nothing */
+  assert_true(pg_users_may_use(u, "carol", "lake"));
+  assert_true(pg_users_may_use(u, "carol", "lake2"));
+  assert_false(pg_users_may_use(u, "carol", "lak"));
+  assert_false(pg_users_may_use(u, "carol", "other"));
+  assert_true(pg_users_may_use(u, "alice", "other"));
+  assert_false(pg_users_may_use(u, "mallory", "lake"));
+  assert_int_equal(pg_users_file_set(path, "dan", PG_ROLE_READ, &carol, "a,,b", &err),
+                   MR_ERR_INVALID);
   FILE *f = fopen(path, "r");
   char first[128];
   assert_non_null(fgets(first, sizeof first, f)); /* the comment stays first */
@@ -200,6 +209,8 @@ static void users_file(void **state) {
   write_file(path, "erin read\n");
   assert_int_equal(pg_users_reload(u, &err), MR_ERR_INVALID);
   assert_non_null(strstr(err.msg, "NAME ROLE VERIFIER"));
+  write_file(path, "erin read SCRAM-SHA-256$1:AAAA$AAAA:AAAA a,,b\n");
+  assert_int_equal(pg_users_reload(u, &err), MR_ERR_INVALID);
   pg_users_free(u);
 
   /* --password-file: any name, write */
