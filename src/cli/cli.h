@@ -8,5 +8,7 @@
 int cli_serve(int argc, char **argv);
 /* `moraine user add ...` (user.c). */
 int cli_user(int argc, char **argv);
+/* `moraine info` / `moraine census` (inspect.c); cmd names which. */
+int cli_inspect(const char *cmd, int argc, char **argv);
 
 #endif

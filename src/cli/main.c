@@ -26,6 +26,10 @@ static const char usage[] =
     "        (defaults: --store file://./moraine-data --listen 127.0.0.1:5433\n"
     "        --max-connections 256 --auth-timeout 10 --shutdown-timeout 10\n"
     "        --log-level info; see moraine serve --help)\n"
+    "  info STORE [--json]\n"
+    "        a store's format, creator, head snapshot and time, maintenance (read-only)\n"
+    "  census STORE [--json]\n"
+    "        keys and bytes per subspace and kind (read-only, one full scan)\n"
     "  user add NAME --role read|write --users-file FILE\n"
     "        add or change a user of --users-file (password asked, never stored)\n"
     "  admission-table\n"
@@ -61,6 +65,8 @@ int main(int argc, char **argv) {
     return cli_serve(argc - 1, argv + 1);
   if (strcmp(cmd, "user") == 0)
     return cli_user(argc - 1, argv + 1);
+  if (strcmp(cmd, "info") == 0 || strcmp(cmd, "census") == 0)
+    return cli_inspect(cmd, argc - 1, argv + 1);
   fprintf(stderr, "moraine: unknown command '%s' (see moraine --help)\n", cmd);
   return 2;
 }

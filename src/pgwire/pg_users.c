@@ -128,7 +128,7 @@ static mr_status parse_file(const char *path, pg_user **out, size_t *nout, mr_er
                      lineno, name);
     if (rc)
       break;
-    snprintf(u.name, sizeof u.name, "%s", name);
+    memcpy(u.name, name, strlen(name) + 1); /* fits: checked above */
     if (n == cap) {
       size_t nc = cap ? 2 * cap : 8;
       pg_user *nv = realloc(v, nc * sizeof *nv);

@@ -393,6 +393,50 @@ uint64_t store_keys_read(const store *st) {
   return s.keys_read;
 }
 
+/* ---- description ------------------------------------------------------- */
+
+mr_status store_describe(store *st, store_description *out, mr_error *err) {
+  memset(out, 0, sizeof *out);
+  out->head = store_get_head(st);
+  ProtobufCMessage *m = NULL;
+  mr_key fk = {.kind = MR_KK_SYS_FORMAT};
+  mr_status rc = store_get_msg(st, &fk, &m, err);
+  if (rc)
+    return mr_error_wrap(err, "reading sys/format");
+  const Moraine__V1__SysFormat *f = (const Moraine__V1__SysFormat *)m;
+  out->format = f->layout_version;
+  snprintf(out->writer_version, sizeof out->writer_version, "%s",
+           f->writer_version ? f->writer_version : "?");
+  mr_value_free(m);
+  mr_key sk = {.kind = MR_KK_SNAPSHOT, .c = {out->head.snapshot_id}};
+  rc = store_get_msg(st, &sk, &m, err);
+  if (rc == MR_OK) {
+    const Moraine__V1__Snapshot *s = (const Moraine__V1__Snapshot *)m;
+    out->has_head_time = s->has_snapshot_time;
+    out->head_time_us = s->snapshot_time;
+    mr_value_free(m);
+  } else if (rc != MR_ERR_NOT_FOUND) {
+    return mr_error_wrap(err, "reading the head snapshot");
+  }
+  mr_key mk = {.kind = MR_KK_SYS_MAINTENANCE};
+  rc = store_get_msg(st, &mk, &m, err);
+  if (rc == MR_OK) {
+    const Moraine__V1__MaintenanceStatus *ms = (const Moraine__V1__MaintenanceStatus *)m;
+    out->maintenance_passes = ms->n_pass;
+    if (ms->n_pass > 0) {
+      const Moraine__V1__MaintenancePass *p = ms->pass[ms->n_pass - 1];
+      out->last_pass_us = p->start_time_us;
+      snprintf(out->last_pass_trigger, sizeof out->last_pass_trigger, "%s",
+               p->trigger ? p->trigger : "");
+    }
+    mr_value_free(m);
+  } else if (rc != MR_ERR_NOT_FOUND) {
+    return mr_error_wrap(err, "reading sys/maintenance_status");
+  }
+  mr_error_clear(err);
+  return MR_OK;
+}
+
 /* ---- census ------------------------------------------------------------- */
 
 mr_status store_take_census(store *st, store_census *out, mr_error *err) {

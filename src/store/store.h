@@ -270,6 +270,22 @@ typedef struct store_census {
   store_census_row history_kind[MR_KK_COUNT];
 } store_census;
 
+/* What `moraine info` shows of a store: its sys records and the time of
+ * its head snapshot. */
+typedef struct store_description {
+  unsigned format;              /* sys/format layout_version */
+  char writer_version[64];      /* the moraine that created the store */
+  store_head head;              /* sys/head */
+  bool has_head_time;           /* the head snapshot's record is there */
+  int64_t head_time_us;         /* its snapshot_time */
+  size_t maintenance_passes;    /* recorded in sys/maintenance_status */
+  int64_t last_pass_us;         /* the newest pass's start, 0 when none */
+  char last_pass_trigger[64];
+} store_description;
+
+/* Reads the store's description (a few point reads). */
+mr_status store_describe(store *st, store_description *out, mr_error *err) MR_MUST_CHECK;
+
 /* Counts every key of the store (one full scan). */
 mr_status store_take_census(store *st, store_census *out, mr_error *err) MR_MUST_CHECK;
 
