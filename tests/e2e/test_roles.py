@@ -101,8 +101,10 @@ def test_wrong_password_and_unknown_user_look_the_same(lake):
     s = lake["server"]
     errors = []
     for user, pw in [("alice", "wrong"), ("mallory", "alice-pw")]:
+        t0 = time.time()
         with pytest.raises(psycopg.OperationalError) as failed:
             psycopg.connect(s.dsn(user=user, password=pw))
+        assert time.time() - t0 >= 0.9  # refused only after the delay
         errors.append(str(failed.value).replace(user, "USER"))
     assert errors[0] == errors[1] and "password authentication failed" in errors[0]
     assert wait_log(s, "authentication failed for user \"mallory\"")

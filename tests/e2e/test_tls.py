@@ -85,6 +85,79 @@ def test_sslmode_require_and_verify_full(certs):
         assert s.stop() == 0
 
 
+def test_verify_full_refuses_a_certificate_for_another_host(certs):
+    d = certs["dir"]
+    (d / "other.ext").write_text("subjectAltName=DNS:db.example.com\n")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "elsewhere.key", "-out",
+            "elsewhere.csr", "-subj", "/CN=db.example.com", cwd=d)
+    openssl("x509", "-req", "-in", "elsewhere.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "elsewhere.crt", "-days", "2", "-extfile", "other.ext",
+            cwd=d)
+    s = Server("--tls-cert", str(d / "elsewhere.crt"), "--tls-key", str(d / "elsewhere.key"))
+    try:
+        with pytest.raises(psycopg.OperationalError, match="does not match host name"):
+            psycopg.connect(s.dsn(sslmode="verify-full", sslrootcert=str(certs["ca"])))
+        # the same certificate passes verify-ca (the chain is right, the name is not checked)
+        psycopg.connect(s.dsn(sslmode="verify-ca", sslrootcert=str(certs["ca"]))).close()
+    finally:
+        assert s.stop() == 0
+
+
+def assert_closed(c):
+    """The server ends the connection (EOF or reset; a TLS alert may come
+    first) within the socket's timeout."""
+    try:
+        while c.recv(4096):
+            pass
+    except ConnectionResetError:
+        pass
+
+
+def test_broken_tls_preambles_leave_the_server_serving(certs):
+    s = Server("--tls-cert", str(certs["cert"]), "--tls-key", str(certs["key"]),
+               "--auth-timeout", "2")
+    ssl_request = struct.pack("!ii", 8, 80877103)
+    try:
+        def raw():
+            return socket.create_connection(("127.0.0.1", s.port), timeout=10)
+
+        # garbage where the ClientHello should be: the server closes
+        with raw() as c:
+            c.sendall(ssl_request)
+            assert c.recv(1) == b"S"
+            c.sendall(b"\x00garbage that is no TLS record" * 10)
+            assert_closed(c)
+        # plaintext pipelined behind the SSLRequest: refused, as PostgreSQL does
+        with raw() as c:
+            c.sendall(ssl_request + struct.pack("!ii", 8, 196608))
+            assert_closed(c)
+        # a client that drops mid-handshake: half a ClientHello, then gone
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        hello = ctx.wrap_bio(incoming, outgoing)
+        with pytest.raises(ssl.SSLWantReadError):
+            hello.do_handshake()
+        record = outgoing.read()
+        with raw() as c:
+            c.sendall(ssl_request)
+            assert c.recv(1) == b"S"
+            c.sendall(record[:len(record) // 2])
+        # one that asks for TLS and then says nothing: closed by the auth timeout
+        silent = raw()
+        silent.sendall(ssl_request)
+        assert silent.recv(1) == b"S"
+        assert_closed(silent)
+        silent.close()
+        # and everyone else is served all along
+        with psycopg.connect(s.dsn(sslmode="require"), autocommit=True) as con:
+            assert con.execute("SELECT 1").fetchone() == (1,)
+        assert "TLS handshake failed" in s.log()
+    finally:
+        assert s.stop() == 0
+
+
 @pytest.mark.parametrize("mode", ["require", "verify-full"])
 def test_ducklake_over_tls(certs, tmp_path, mode):
     s = Server("--tls-cert", str(certs["cert"]), "--tls-key", str(certs["key"]), "--tls-required")
