@@ -213,8 +213,12 @@ int cli_serve(int argc, char **argv) {
       fputs(serve_usage, stdout);
       return 0;
     }
-    if (strcmp(a, "--log-commit-phases") == 0 || strcmp(a, "--tls-required") == 0) {
-      *(a[2] == 'l' ? &log_commit_phases : &tls_required) = true;
+    if (strcmp(a, "--log-commit-phases") == 0) {
+      log_commit_phases = true;
+      continue;
+    }
+    if (strcmp(a, "--tls-required") == 0) {
+      tls_required = true;
       continue;
     }
     const char **slot = strcmp(a, "--store") == 0              ? &store_url
@@ -308,6 +312,14 @@ int cli_serve(int argc, char **argv) {
     fprintf(stderr, "moraine: serve: --users-file and --password-file exclude each other\n");
     return 2;
   }
+  if ((tls_cert == NULL) != (tls_key == NULL)) {
+    fprintf(stderr, "moraine: serve: --tls-cert and --tls-key go together\n");
+    return 2;
+  }
+  if (tls_required && tls_cert == NULL) {
+    fprintf(stderr, "moraine: serve: --tls-required needs --tls-cert and --tls-key\n");
+    return 2;
+  }
   pg_users *users = NULL;
   if (users_file && pg_users_open_file(users_file, &users, &err) != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);
@@ -323,14 +335,6 @@ int cli_serve(int argc, char **argv) {
       fprintf(stderr, "moraine: %s\n", err.msg);
       return 1;
     }
-  }
-  if ((tls_cert == NULL) != (tls_key == NULL)) {
-    fprintf(stderr, "moraine: serve: --tls-cert and --tls-key go together\n");
-    return 2;
-  }
-  if (tls_required && tls_cert == NULL) {
-    fprintf(stderr, "moraine: serve: --tls-required needs --tls-cert and --tls-key\n");
-    return 2;
   }
   if (users == NULL && tls_cert == NULL && !pg_host_is_loopback(host)) {
     fprintf(stderr,

@@ -386,7 +386,6 @@ static void on_cancel_request(conn *c, uint32_t pid, uint32_t key) {
   }
 }
 
-/* Reads startup packets until the v3 one; false: close the connection. */
 /* After 'S': the handshake. Bytes the client sent before it (pipelined
  * past the SSLRequest) would be plaintext inside what must be encrypted:
  * refused, as PostgreSQL does. */
@@ -404,6 +403,7 @@ static bool start_tls(conn *c) {
   return true;
 }
 
+/* Reads startup packets until the v3 one; false: close the connection. */
 static bool startup(conn *c) {
   bool ssl_done = false, gss_done = false;
   for (;;) {
