@@ -390,8 +390,13 @@ static void rollback_txn(sql_session *s) {
 
 /* The read role's refusal of a write (logged once per statement). */
 static mr_status role_refuses(sql_session *s, const char *sql, sql_error *err) {
-  fprintf(stderr, "moraine: refused (42501) a write by user \"%s\" (role read): %.60s\n", s->user,
-          sql);
+  char head[61]; /* the statement's start, one line (no control characters) */
+  size_t n = 0;
+  for (; n < sizeof head - 1 && sql[n]; n++)
+    head[n] = (unsigned char)sql[n] < 0x20 ? ' ' : sql[n];
+  head[n] = '\0';
+  fprintf(stderr, "moraine: refused (42501) a write by user \"%s\" (role read): %s\n", s->user,
+          head);
   return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INSUFFICIENT_PRIVILEGE,
                   "permission denied: user \"%s\" may read this catalog, not write it", s->user);
 }
