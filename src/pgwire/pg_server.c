@@ -249,6 +249,7 @@ static void accept_one(pg_server *s) {
   cs->args.registry = s->registry;
   cs->args.entry = e;
   cs->args.engine = s->engine;
+  cs->args.sessions = s->cfg.sessions;
   cs->args.password = s->cfg.password;
   cs->args.max_message = s->cfg.max_message;
   cs->args.auth_timeout_ms = s->cfg.auth_timeout_ms;

@@ -25,6 +25,21 @@
 
 typedef struct pg_server pg_server;
 
+/*
+ * Where sessions come from when a server serves many catalogs: open gets the
+ * startup packet's user and database and returns a session (and an opaque
+ * handle given back to close); a refusal's sql_error reaches the client as
+ * FATAL (e.g. 3D000 for a database that does not exist). close ends the
+ * session and releases what open took. Both are called from connection
+ * threads, concurrently.
+ */
+typedef struct pg_session_source {
+  void *ctx;
+  mr_status (*open)(void *ctx, const char *user, const char *database, sql_session **out,
+                    void **handle, sql_error *err);
+  void (*close)(void *ctx, sql_session *session, void *handle);
+} pg_session_source;
+
 typedef struct pg_server_config {
   const char *host;             /* numeric IPv4/IPv6 address or a name */
   const char *port;             /* "0" picks a free port */
@@ -35,6 +50,8 @@ typedef struct pg_server_config {
   uint64_t shutdown_timeout_ms; /* the drain's bound at stop */
   uint64_t auth_fail_delay_ms;  /* a failed authentication waits this long */
   int64_t slow_statement_ms;    /* log statements that take this long; <0: never */
+  const pg_session_source *sessions; /* NULL: every session on the engine given
+                                      * to pg_server_start */
 } pg_server_config;
 
 /* Zero in a config field means its default. */
@@ -48,6 +65,7 @@ typedef struct pg_server_config {
  * max(PG_MIN_PENDING, max_connections) at once; more are refused at accept. */
 #define PG_MIN_PENDING 64
 
+/* engine may be NULL when cfg->sessions is set. */
 mr_status pg_server_start(const pg_server_config *cfg, sql_engine *engine, pg_server **out,
                           mr_error *err) MR_MUST_CHECK;
 /* "host:port" as bound (the real port when 0 was asked). Valid until free. */
@@ -69,6 +87,7 @@ typedef struct pg_conn_args {
   pg_registry *registry;
   pg_entry *entry; /* this connection in the registry */
   sql_engine *engine;
+  const pg_session_source *sessions; /* or NULL: sessions on engine */
   const char *password; /* NULL: trust */
   size_t max_message;
   uint64_t auth_timeout_ms; /* for the log line when it passes */
