@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "catalog/catalog.h"
@@ -128,6 +129,9 @@ static mr_status entry_shut(cat_entry *e, mr_error *err) {
 /* Does the catalog at url exist? (For create = false.) A reader opens only
  * a store that has been written; anything else is "no". */
 static bool store_exists(cat_registry *r, const char *url) {
+  struct stat sb; /* a folder store: no folder, no store (and none made) */
+  if (strncmp(url, "file://", 7) == 0 && stat(url + 7, &sb) != 0)
+    return false;
   store_options o = r->cfg.store_opts;
   o.read_only = true;
   store *st = NULL;
