@@ -12,6 +12,7 @@
  */
 #include "registry/registry.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,21 +25,31 @@
 
 typedef enum entry_state { ENTRY_OPENING, ENTRY_OPEN, ENTRY_CLOSING } entry_state;
 
+/* One metadata schema of a database: its own store and catalog, its tables
+ * in the database's engine under that schema's name. */
+typedef struct cat_schema {
+  char name[CAT_REGISTRY_MAX_NAME + 1];
+  store *st;
+  catalog *cat;
+  store_watch *watch;
+  sql_commit_hooks hooks; /* its catalog's */
+} cat_schema;
+
 typedef struct cat_entry {
   struct cat_entry *next;
   cat_registry *r;
   char name[CAT_REGISTRY_MAX_NAME + 1];
-  char *url;
   entry_state state;
   bool pinned;  /* the default catalog: never closed while the server runs */
   bool retired; /* fenced or to be reloaded: no new sessions, close when unused */
   bool fenced;
   size_t sessions;
   uint64_t idle_since_ms; /* monotonic, when sessions last dropped to 0 */
-  store *st;
   sql_engine *engine;
-  catalog *cat;
-  store_watch *watch;
+  /* [0] is public; others are added at open (found in the store) or by the
+   * first commit to a new metadata schema, under the engine's commit lock */
+  cat_schema *schemas;
+  size_t nschemas, cap;
 } cat_entry;
 
 struct cat_registry {
@@ -53,6 +64,10 @@ struct cat_registry {
   cat_entry *entries;
   size_t nopen;
   uint64_t opened_total;
+  /* memory:// roots cannot be listed: the metadata schemas created in this
+   * process, "database\0schema" each (memory stores live as long) */
+  char **memory_schemas;
+  size_t nmemory_schemas;
 };
 
 static uint64_t now_ms(void) {
@@ -86,21 +101,70 @@ mr_status cat_registry_encode(const char *name, char *out, size_t cap, mr_error 
   return MR_OK;
 }
 
-mr_status cat_registry_store_url(const char *root, const char *default_database,
-                                 const char *database, char *out, size_t cap, mr_error *err) {
+mr_status cat_registry_decode(const char *enc, char *out, size_t cap, mr_error *err) {
+  size_t o = 0;
+  for (const char *p = enc; *p; p++) {
+    unsigned char ch = (unsigned char)*p;
+    if (ch == '-') {
+      int v = 0;
+      for (int i = 1; i <= 2; i++) {
+        char h = p[i];
+        int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1;
+        if (d < 0)
+          return mr_fail(err, MR_ERR_INVALID, "not an encoded name: \"%s\"", enc);
+        v = v * 16 + d;
+      }
+      ch = (unsigned char)v;
+      p += 2;
+      /* a byte enc keeps never comes escaped: one name, one encoding */
+      if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '\0')
+        return mr_fail(err, MR_ERR_INVALID, "not an encoded name: \"%s\"", enc);
+    } else if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_')) {
+      return mr_fail(err, MR_ERR_INVALID, "not an encoded name: \"%s\"", enc);
+    }
+    if (o + 1 >= cap || o >= CAT_REGISTRY_MAX_NAME)
+      return mr_fail(err, MR_ERR_INVALID, "encoded name too long: \"%s\"", enc);
+    out[o++] = (char)ch;
+  }
+  if (o == 0)
+    return mr_fail(err, MR_ERR_INVALID, "empty encoded name");
+  out[o] = '\0';
+  return MR_OK;
+}
+
+/* root + "/catalogs/<enc(database)>" (no slash doubled). */
+static mr_status database_prefix(const char *root, const char *database, char *out, size_t cap,
+                                 mr_error *err) {
   char enc[3 * CAT_REGISTRY_MAX_NAME + 1];
   if (cat_registry_encode(database, enc, sizeof enc, err) != MR_OK)
     return MR_ERR_INVALID;
-  int n;
-  if (strcmp(database, default_database) == 0) {
-    n = snprintf(out, cap, "%s", root);
-  } else {
-    size_t len = strlen(root);
-    /* "memory://" and "file://dir/" already end the root with a slash */
-    const char *sep = len > 0 && root[len - 1] == '/' ? "" : "/";
-    n = snprintf(out, cap, "%s%scatalogs/%s/public", root, sep, enc);
-  }
+  size_t len = strlen(root);
+  /* "memory://" and "file://dir/" already end the root with a slash */
+  const char *sep = len > 0 && root[len - 1] == '/' ? "" : "/";
+  int n = snprintf(out, cap, "%s%scatalogs/%s", root, sep, enc);
   if (n < 0 || (size_t)n >= cap)
+    return mr_fail(err, MR_ERR_INVALID, "store url too long for database \"%s\"", database);
+  return MR_OK;
+}
+
+mr_status cat_registry_store_url(const char *root, const char *default_database,
+                                 const char *database, const char *schema, char *out, size_t cap,
+                                 mr_error *err) {
+  char enc[3 * CAT_REGISTRY_MAX_NAME + 1];
+  if (cat_registry_encode(database, enc, sizeof enc, err) != MR_OK ||
+      cat_registry_encode(schema, enc, sizeof enc, err) != MR_OK)
+    return MR_ERR_INVALID;
+  if (strcmp(database, default_database) == 0 && strcmp(schema, "public") == 0) {
+    int n = snprintf(out, cap, "%s", root);
+    if (n < 0 || (size_t)n >= cap)
+      return mr_fail(err, MR_ERR_INVALID, "store url too long");
+    return MR_OK;
+  }
+  if (database_prefix(root, database, out, cap, err) != MR_OK)
+    return MR_ERR_INVALID;
+  size_t len = strlen(out);
+  int n = snprintf(out + len, cap - len, "/%s", enc);
+  if (n < 0 || (size_t)n >= cap - len)
     return mr_fail(err, MR_ERR_INVALID, "store url too long for database \"%s\"", database);
   return MR_OK;
 }
@@ -110,19 +174,41 @@ mr_status cat_registry_store_url(const char *root, const char *default_database,
 static void on_fenced(void *ctx);
 static void on_reload(void *ctx);
 
+static void schema_shut(cat_schema *s, mr_error *err, mr_status *rc) {
+  store_watch_stop(s->watch);
+  s->watch = NULL;
+  catalog_free(s->cat);
+  s->cat = NULL;
+  mr_error e;
+  mr_status src = store_close(s->st, &e);
+  s->st = NULL;
+  if (src != MR_OK && *rc == MR_OK) {
+    *rc = src;
+    *err = e;
+  }
+}
+
 /* Closes what entry e holds (outside the lock); the first error to err. */
 static mr_status entry_shut(cat_entry *e, mr_error *err) {
-  store_watch_stop(e->watch);
-  e->watch = NULL;
+  mr_status rc = MR_OK;
+  for (size_t i = 0; i < e->nschemas; i++) { /* watchers first: no hook runs later */
+    store_watch_stop(e->schemas[i].watch);
+    e->schemas[i].watch = NULL;
+  }
   if (e->engine)
     sql_engine_set_commit_hooks(e->engine, NULL);
-  catalog_free(e->cat);
-  e->cat = NULL;
+  for (size_t i = 0; i < e->nschemas; i++) {
+    catalog_free(e->schemas[i].cat);
+    e->schemas[i].cat = NULL;
+  }
   if (e->engine)
     sql_engine_close(e->engine);
   e->engine = NULL;
-  mr_status rc = store_close(e->st, err);
-  e->st = NULL;
+  for (size_t i = 0; i < e->nschemas; i++)
+    schema_shut(&e->schemas[i], err, &rc);
+  free(e->schemas);
+  e->schemas = NULL;
+  e->nschemas = e->cap = 0;
   return rc;
 }
 
@@ -142,40 +228,272 @@ static bool store_exists(cat_registry *r, const char *url) {
   return true;
 }
 
-/* Opens store, engine and catalog of e (outside the lock). */
-static mr_status entry_load(cat_registry *r, cat_entry *e, bool must_exist, sql_error *err) {
-  if (must_exist && !store_exists(r, e->url))
-    return sql_fail(err, MR_ERR_NOT_FOUND, "3D000", "database \"%s\" does not exist", e->name);
-  fprintf(stderr, "moraine: opening catalog \"%s\" from %s\n", e->name, e->url);
-  uint64_t t0 = now_ms();
+static mr_status count_one(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr_error *err) {
+  (*(size_t *)ctx)++;
+  return MR_ERR_NOT_FOUND; /* one is enough */
+}
+
+/* Does st hold a DuckLake catalog (a snapshot)? */
+static mr_status store_has_snapshot(store *st, bool *yes, mr_error *err) {
+  size_t n = 0;
+  mr_status rc = store_list_snapshots(st, count_one, &n, err);
+  if (rc == MR_ERR_NOT_FOUND && n > 0)
+    rc = MR_OK;
+  *yes = n > 0;
+  return rc;
+}
+
+/* Opens the store of schema `name` of e and its catalog (loaded when load),
+ * watched; appends it to e->schemas. */
+static mr_status schema_open(cat_registry *r, cat_entry *e, const char *name, bool load,
+                             size_t *rows, sql_error *err) {
+  char url[4096];
   mr_error me;
-  if (store_open(e->url, &r->cfg.store_opts, &e->st, &me) != MR_OK)
-    return sql_fail(err, me.code, "57P03", "cannot open the store of database \"%s\": %s", e->name,
-                    me.msg);
-  sql_error se;
-  if (sql_engine_open(&r->cfg.engine_opts, &e->engine, &se) != MR_OK) {
-    sql_fail(err, se.base.code, "53000", "database \"%s\": cannot start the SQL engine: %s",
-             e->name, se.base.msg);
-    (void)entry_shut(e, &me);
-    return err->base.code;
+  if (e->nschemas == e->cap) {
+    size_t cap = e->cap ? 2 * e->cap : 2;
+    cat_schema *v = realloc(e->schemas, cap * sizeof *v);
+    if (v == NULL)
+      return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+    e->schemas = v;
+    e->cap = cap;
   }
-  size_t rows = 0;
-  if (catalog_open(e->st, e->engine, &e->cat, &me) != MR_OK ||
-      catalog_load(e->cat, &rows, &me) != MR_OK) {
-    sql_fail(err, me.code, "XX000", "cannot load the catalog of database \"%s\": %s", e->name,
-             me.msg);
+  if (cat_registry_store_url(r->store_url, r->default_database, e->name, name, url, sizeof url,
+                             &me) != MR_OK)
+    return sql_fail(err, MR_ERR_INVALID, "42602", "database \"%s\", schema \"%s\": %s", e->name,
+                    name, me.msg);
+  cat_schema *s = &e->schemas[e->nschemas];
+  memset(s, 0, sizeof *s);
+  snprintf(s->name, sizeof s->name, "%s", name);
+  if (store_open(url, &r->cfg.store_opts, &s->st, &me) != MR_OK)
+    return sql_fail(err, me.code, "57P03", "cannot open the store %s: %s", url, me.msg);
+  mr_status rc = MR_OK;
+  if (!load) { /* a schema new to this engine must be new to the store too */
+    bool has = false;
+    rc = store_has_snapshot(s->st, &has, &me);
+    if (rc == MR_OK && has)
+      rc = mr_fail(&me, MR_ERR_CONFLICT,
+                   "the store %s already holds the catalog of metadata schema \"%s\" but this "
+                   "server has not loaded it; reconnect to load it",
+                   url, name);
+  }
+  if (rc == MR_OK)
+    rc = catalog_open(s->st, e->engine, &s->cat, &me);
+  if (rc == MR_OK && strcmp(name, "public") != 0)
+    rc = catalog_set_schema(s->cat, name, &me);
+  if (rc == MR_OK && load)
+    rc = catalog_load(s->cat, rows, &me);
+  if (rc != MR_OK) {
+    sql_fail(err, me.code, me.code == MR_ERR_CONFLICT ? "40001" : "XX000",
+             "cannot load the catalog of database \"%s\" (metadata schema \"%s\"): %s", e->name,
+             name, me.msg);
     mr_error ignored;
-    (void)entry_shut(e, &ignored);
+    mr_status irc = MR_OK;
+    schema_shut(s, &ignored, &irc);
     return err->base.code;
   }
-  catalog_install_hooks(e->cat);
+  catalog_hooks(s->cat, &s->hooks);
   store_watch_hooks h = {on_fenced, on_reload, e};
   if (e->pinned)
     h = r->cfg.default_hooks;
-  if (store_watch_start(e->st, 1000, &h, &e->watch, &me) != MR_OK)
-    fprintf(stderr, "moraine: catalog \"%s\": %s (the store is not watched)\n", e->name, me.msg);
-  fprintf(stderr, "moraine: opened catalog \"%s\": %zu rows in %llu ms\n", e->name, rows,
-          (unsigned long long)(now_ms() - t0));
+  if (store_watch_start(s->st, 1000, &h, &s->watch, &me) != MR_OK)
+    fprintf(stderr, "moraine: catalog \"%s\" (schema \"%s\"): %s (the store is not watched)\n",
+            e->name, name, me.msg);
+  e->nschemas++;
+  if (strncmp(url, "memory://", 9) == 0 && strcmp(name, "public") != 0) {
+    /* remember it: memory stores cannot be listed (lock: see memory_note) */
+    pthread_mutex_lock(&r->mu);
+    char **v = realloc(r->memory_schemas, (r->nmemory_schemas + 1) * sizeof *v);
+    size_t dl = strlen(e->name), sl = strlen(name);
+    char *note = v ? malloc(dl + sl + 2) : NULL;
+    if (v)
+      r->memory_schemas = v;
+    if (note) {
+      memcpy(note, e->name, dl + 1);
+      memcpy(note + dl + 1, name, sl + 1);
+      bool seen = false;
+      for (size_t i = 0; i < r->nmemory_schemas && !seen; i++)
+        seen = strcmp(r->memory_schemas[i], e->name) == 0 &&
+               strcmp(r->memory_schemas[i] + dl + 1, name) == 0;
+      if (seen)
+        free(note);
+      else
+        r->memory_schemas[r->nmemory_schemas++] = note;
+    }
+    pthread_mutex_unlock(&r->mu);
+  }
+  return MR_OK;
+}
+
+/* The metadata schemas other than public that e's store root holds:
+ * the folders under catalogs/<enc(D)>/ (file://), or those created in this
+ * process (memory://). Object stores are not listed (docs/catalogs.md). */
+static mr_status list_schemas(cat_registry *r, cat_entry *e, char ***out, size_t *n,
+                              mr_error *err) {
+  *out = NULL;
+  *n = 0;
+  char prefix[4096];
+  if (database_prefix(r->store_url, e->name, prefix, sizeof prefix, err) != MR_OK)
+    return MR_ERR_INVALID;
+  size_t cap = 0;
+  if (strncmp(prefix, "file://", 7) == 0) {
+    DIR *d = opendir(prefix + 7);
+    if (d == NULL)
+      return MR_OK;
+    struct dirent *de;
+    mr_status rc = MR_OK;
+    while (rc == MR_OK && (de = readdir(d)) != NULL) {
+      char name[CAT_REGISTRY_MAX_NAME + 1];
+      mr_error ignored;
+      if (de->d_name[0] == '.' || cat_registry_decode(de->d_name, name, sizeof name, &ignored) ||
+          strcmp(name, "public") == 0)
+        continue;
+      if (*n == cap) {
+        cap = cap ? 2 * cap : 4;
+        char **v = realloc(*out, cap * sizeof *v);
+        if (v == NULL) {
+          rc = mr_fail(err, MR_ERR_NOMEM, "out of memory");
+          break;
+        }
+        *out = v;
+      }
+      if (((*out)[*n] = strdup(name)) == NULL)
+        rc = mr_fail(err, MR_ERR_NOMEM, "out of memory");
+      else
+        (*n)++;
+    }
+    closedir(d);
+    return rc;
+  }
+  if (strncmp(prefix, "memory://", 9) == 0) {
+    pthread_mutex_lock(&r->mu);
+    mr_status rc = MR_OK;
+    size_t dl = strlen(e->name);
+    for (size_t i = 0; rc == MR_OK && i < r->nmemory_schemas; i++) {
+      if (strcmp(r->memory_schemas[i], e->name) != 0)
+        continue;
+      if (*n == cap) {
+        cap = cap ? 2 * cap : 4;
+        char **v = realloc(*out, cap * sizeof *v);
+        if (v == NULL) {
+          rc = mr_fail(err, MR_ERR_NOMEM, "out of memory");
+          break;
+        }
+        *out = v;
+      }
+      if (((*out)[*n] = strdup(r->memory_schemas[i] + dl + 1)) == NULL)
+        rc = mr_fail(err, MR_ERR_NOMEM, "out of memory");
+      else
+        (*n)++;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+  }
+  return MR_OK;
+}
+
+static void names_free(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+/* ---- one engine, many metadata schemas: routing commits ---------------- */
+
+/* The one metadata schema a change set writes; NULL (err set) when it
+ * writes two, "public" when it names none. */
+static const char *changes_schema(const sql_changes *ch, sql_error *err) {
+  const char *one = NULL;
+  for (size_t i = 0; i < ch->nbatches; i++) {
+    const char *s = ch->batches[i].schema ? ch->batches[i].schema : "public";
+    if (one && strcmp(one, s) != 0) {
+      sql_fail(err, MR_ERR_INVALID, "0A000",
+               "a transaction may write the DuckLake catalog of one metadata schema only; "
+               "this one writes \"%s\" and \"%s\"",
+               one, s);
+      return NULL;
+    }
+    one = s;
+  }
+  return one ? one : "public";
+}
+
+static cat_schema *schema_find(cat_entry *e, const char *name) {
+  for (size_t i = 0; i < e->nschemas; i++)
+    if (strcmp(e->schemas[i].name, name) == 0)
+      return &e->schemas[i];
+  return NULL;
+}
+
+static mr_status route_prepare(void *ctx, const sql_changes *changes, sql_error *err) {
+  cat_entry *e = ctx;
+  const char *name = changes_schema(changes, err);
+  if (name == NULL)
+    return err->base.code;
+  cat_schema *s = schema_find(e, name);
+  if (s == NULL) { /* a new metadata schema: its own new store */
+    if (strlen(name) > CAT_REGISTRY_MAX_NAME)
+      return sql_fail(err, MR_ERR_INVALID, "42602", "metadata schema name too long");
+    if (schema_open(e->r, e, name, false, NULL, err) != MR_OK)
+      return err->base.code;
+    fprintf(stderr, "moraine: catalog \"%s\": new metadata schema \"%s\"\n", e->name, name);
+    s = &e->schemas[e->nschemas - 1];
+  }
+  return s->hooks.prepare(s->hooks.ctx, changes, err);
+}
+
+static void route_finished(void *ctx, const sql_changes *changes, bool committed) {
+  cat_entry *e = ctx;
+  sql_error ignored;
+  const char *name = changes_schema(changes, &ignored);
+  cat_schema *s = name ? schema_find(e, name) : NULL;
+  if (s && s->hooks.finished)
+    s->hooks.finished(s->hooks.ctx, changes, committed);
+}
+
+static bool route_known_table(void *ctx, const char *table) {
+  cat_entry *e = ctx;
+  cat_schema *s = &e->schemas[0];
+  return s->hooks.known_table && s->hooks.known_table(s->hooks.ctx, table);
+}
+
+/* Opens e's engine and every metadata schema's store and catalog (outside
+ * the lock). */
+static mr_status entry_load(cat_registry *r, cat_entry *e, bool must_exist, sql_error *err) {
+  char url[4096];
+  mr_error me;
+  if (cat_registry_store_url(r->store_url, r->default_database, e->name, "public", url, sizeof url,
+                             &me) != MR_OK)
+    return sql_fail(err, MR_ERR_INVALID, "42602", "database \"%s\": %s", e->name, me.msg);
+  if (must_exist && !store_exists(r, url))
+    return sql_fail(err, MR_ERR_NOT_FOUND, "3D000", "database \"%s\" does not exist", e->name);
+  fprintf(stderr, "moraine: opening catalog \"%s\" from %s\n", e->name, url);
+  uint64_t t0 = now_ms();
+  sql_error se;
+  if (sql_engine_open(&r->cfg.engine_opts, &e->engine, &se) != MR_OK)
+    return sql_fail(err, se.base.code, "53000", "database \"%s\": cannot start the SQL engine: %s",
+                    e->name, se.base.msg);
+  size_t rows = 0, more = 0;
+  char **names = NULL;
+  size_t nnames = 0;
+  mr_status rc = schema_open(r, e, "public", true, &rows, err);
+  if (rc == MR_OK && list_schemas(r, e, &names, &nnames, &me) != MR_OK)
+    rc = sql_fail(err, me.code, "XX000", "database \"%s\": %s", e->name, me.msg);
+  for (size_t i = 0; rc == MR_OK && i < nnames; i++) {
+    rc = schema_open(r, e, names[i], true, &more, err);
+    rows += more;
+  }
+  names_free(names, nnames);
+  if (rc != MR_OK) {
+    (void)entry_shut(e, &me);
+    return rc;
+  }
+  catalog_install_hooks(e->schemas[0].cat); /* pg_database_size: public's store */
+  sql_commit_hooks route = {e, route_prepare, route_finished, route_known_table};
+  sql_engine_set_commit_hooks(e->engine, &route);
+  fprintf(stderr, "moraine: opened catalog \"%s\": %zu rows", e->name, rows);
+  for (size_t i = 1; i < e->nschemas; i++)
+    fprintf(stderr, "%s\"%s\"", i == 1 ? ", metadata schemas public, " : ", ", e->schemas[i].name);
+  fprintf(stderr, " in %llu ms\n", (unsigned long long)(now_ms() - t0));
   return MR_OK;
 }
 
@@ -189,10 +507,7 @@ static void entry_unlink(cat_registry *r, cat_entry *e) {
 }
 
 static void entry_free(cat_entry *e) {
-  if (e) {
-    free(e->url);
-    free(e);
-  }
+  free(e);
 }
 
 /* Closes e, which the caller marked CLOSING (lock not held). */
@@ -333,18 +648,9 @@ static mr_status acquire(cat_registry *r, const char *name, cat_entry **out, sql
     break;
   }
   cat_entry *e = calloc(1, sizeof *e);
-  char url[4096];
-  mr_error me;
   if (e == NULL) {
     pthread_mutex_unlock(&r->mu);
     return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
-  }
-  if (cat_registry_store_url(r->store_url, r->default_database, name, url, sizeof url, &me) !=
-          MR_OK ||
-      (e->url = strdup(url)) == NULL) {
-    pthread_mutex_unlock(&r->mu);
-    free(e);
-    return sql_fail(err, MR_ERR_INVALID, "3D000", "database \"%s\": %s", name, me.msg);
   }
   snprintf(e->name, sizeof e->name, "%s", name);
   e->r = r;
@@ -498,6 +804,7 @@ mr_status cat_registry_close(cat_registry *r, mr_error *err) {
   free(r->cache_dir);
   free(r->server_version);
   free(r->memory_limit);
+  names_free(r->memory_schemas, r->nmemory_schemas);
   free(r);
   return rc;
 }

@@ -1,18 +1,24 @@
 /*
- * registry.h — the catalogs one server serves. A client's startup
- * `database` names its catalog; each catalog is its own RFC 0002 store
- * (its own SlateDB under the server's store root, its own fencing and head),
- * its own embedded SQL engine and its own catalog object, opened on demand
- * and closed when no session has used it for idle_ms (docs/catalogs.md).
+ * registry.h — the catalogs one server serves. A catalog is named by
+ * (database, metadata schema): the client's startup `database`, and the
+ * DuckLake METADATA_SCHEMA its tables live in (default public). Each is its
+ * own RFC 0002 store (its own SlateDB under the server's store root, its
+ * own fencing and head) with its own catalog object; the metadata schemas
+ * of one database share that database's embedded SQL engine, which hosts
+ * each as a DuckDB schema and routes each transaction's captured changes to
+ * the store of the one schema it writes (a transaction writing two is
+ * refused, 0A000). A database's engine and stores open on demand and close
+ * when no session has used it for idle_ms (docs/catalogs.md).
  *
  * Layout under the store root R (cat_registry_store_url):
- *   the default database      R itself (the single-catalog layout of
- *                             earlier releases: such a store keeps working
- *                             as the default database's catalog)
- *   any other database D      R/catalogs/<enc(D)>/public
- *                             (the last part names the metadata schema:
- *                             every catalog is DuckLake's default schema,
- *                             public, for now — docs/catalogs.md)
+ *   (default database, public)  R itself (the single-catalog layout of
+ *                               earlier releases: such a store keeps
+ *                               working as the default database's catalog)
+ *   any other (D, S)            R/catalogs/<enc(D)>/<enc(S)>
+ * A database's metadata schemas are found when it opens by listing
+ * R/catalogs/<enc(D)>/ (file://), or from this process's memory
+ * (memory://); object stores are not listed, so there a metadata schema
+ * other than public is found only while this process runs.
  * enc keeps a-z, 0-9 and '_' and writes every other byte as '-' and two
  * lowercase hex digits ("Lake.2" -> "-4cake-2e2"), so names never collide,
  * never differ only by case, and are safe in every object store.
@@ -102,9 +108,13 @@ size_t cat_registry_reap(cat_registry *r);
 /* enc(name) into out (at most 3 * CAT_REGISTRY_MAX_NAME + 1 bytes needed). */
 mr_status cat_registry_encode(const char *name, char *out, size_t cap, mr_error *err) MR_MUST_CHECK;
 
-/* The store URL of database's catalog under root (see the layout above). */
+/* The inverse of enc; MR_ERR_INVALID for text enc never writes. */
+mr_status cat_registry_decode(const char *enc, char *out, size_t cap, mr_error *err) MR_MUST_CHECK;
+
+/* The store URL of the catalog of (database, metadata schema) under root
+ * (see the layout above). */
 mr_status cat_registry_store_url(const char *root, const char *default_database,
-                                 const char *database, char *out, size_t cap,
+                                 const char *database, const char *schema, char *out, size_t cap,
                                  mr_error *err) MR_MUST_CHECK;
 
 #endif /* MR_REGISTRY_H */

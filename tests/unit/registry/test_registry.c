@@ -55,22 +55,46 @@ static void test_store_url(void **state) {
   (void)state;
   char out[512];
   mr_error err;
-  assert_int_equal(cat_registry_store_url("file:///s", "lake", "lake", out, sizeof out, &err), MR_OK);
+#define URL(root, def, db, schema) cat_registry_store_url(root, def, db, schema, out, sizeof out, &err)
+  assert_int_equal(URL("file:///s", "lake", "lake", "public"), MR_OK);
   assert_string_equal(out, "file:///s");
-  assert_int_equal(cat_registry_store_url("file:///s", "lake", "lake2", out, sizeof out, &err),
-                   MR_OK);
+  assert_int_equal(URL("file:///s", "lake", "lake", "meta_s2"), MR_OK);
+  assert_string_equal(out, "file:///s/catalogs/lake/meta_s2");
+  assert_int_equal(URL("file:///s", "lake", "lake2", "public"), MR_OK);
   assert_string_equal(out, "file:///s/catalogs/lake2/public");
-  assert_int_equal(cat_registry_store_url("file:///s/", "lake", "Lake", out, sizeof out, &err),
-                   MR_OK);
-  assert_string_equal(out, "file:///s/catalogs/-4cake/public");
-  assert_int_equal(cat_registry_store_url("s3://b/p", "main", "lake", out, sizeof out, &err),
-                   MR_OK);
+  assert_int_equal(URL("file:///s/", "lake", "Lake", "My Schema"), MR_OK);
+  assert_string_equal(out, "file:///s/catalogs/-4cake/-4dy-20-53chema");
+  assert_int_equal(URL("s3://b/p", "main", "lake", "public"), MR_OK);
   assert_string_equal(out, "s3://b/p/catalogs/lake/public");
-  assert_int_equal(cat_registry_store_url("memory://", "lake", "x", out, sizeof out, &err), MR_OK);
+  assert_int_equal(URL("memory://", "lake", "x", "public"), MR_OK);
   assert_string_equal(out, "memory://catalogs/x/public");
-  assert_int_equal(cat_registry_store_url("memory://t", "lake", "x", out, sizeof out, &err), MR_OK);
+  assert_int_equal(URL("memory://t", "lake", "x", "public"), MR_OK);
   assert_string_equal(out, "memory://t/catalogs/x/public");
-  assert_int_equal(cat_registry_store_url("file:///s", "lake", "a", out, 10, &err), MR_ERR_INVALID);
+  assert_int_equal(URL("file:///s", "lake", "a", ""), MR_ERR_INVALID);
+  assert_int_equal(cat_registry_store_url("file:///s", "lake", "a", "public", out, 10, &err),
+                   MR_ERR_INVALID);
+#undef URL
+}
+
+static void test_decode(void **state) {
+  (void)state;
+  const char *names[] = {"lake", "Lake.2", "a-b/../c", "caf\xc3\xa9", "My Schema", "_x_"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char enc[256], dec[128];
+    mr_error err;
+    assert_int_equal(cat_registry_encode(names[i], enc, sizeof enc, &err), MR_OK);
+    assert_int_equal(cat_registry_decode(enc, dec, sizeof dec, &err), MR_OK);
+    assert_string_equal(dec, names[i]);
+  }
+  char dec[128];
+  mr_error err;
+  /* text enc never writes: one name, one spelling */
+  assert_int_equal(cat_registry_decode("A", dec, sizeof dec, &err), MR_ERR_INVALID);
+  assert_int_equal(cat_registry_decode("-61", dec, sizeof dec, &err), MR_ERR_INVALID);
+  assert_int_equal(cat_registry_decode("-4", dec, sizeof dec, &err), MR_ERR_INVALID);
+  assert_int_equal(cat_registry_decode("-00", dec, sizeof dec, &err), MR_ERR_INVALID);
+  assert_int_equal(cat_registry_decode("", dec, sizeof dec, &err), MR_ERR_INVALID);
+  assert_int_equal(cat_registry_decode(".x", dec, sizeof dec, &err), MR_ERR_INVALID);
 }
 
 static cat_registry_config config(const char *root, bool create, uint64_t idle_ms) {
@@ -182,6 +206,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_encode),
       cmocka_unit_test(test_store_url),
+      cmocka_unit_test(test_decode),
       cmocka_unit_test(test_open_on_demand_and_idle_close),
       cmocka_unit_test(test_many_in_turn),
   };
