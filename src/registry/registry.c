@@ -33,6 +33,8 @@ typedef struct cat_schema {
   catalog *cat;
   store_watch *watch;
   sql_commit_hooks hooks; /* its catalog's */
+  uint64_t last_seq;      /* the engine's commit count just after this
+                           * schema's last commit (0: none since open) */
 } cat_schema;
 
 typedef struct cat_entry {
@@ -438,7 +440,14 @@ static mr_status route_prepare(void *ctx, const sql_changes *changes, sql_error 
     fprintf(stderr, "moraine: catalog \"%s\": new metadata schema \"%s\"\n", e->name, name);
     s = &e->schemas[e->nschemas - 1];
   }
-  return s->hooks.prepare(s->hooks.ctx, changes, err);
+  /* Conflicts are per catalog: commits to the engine's other metadata
+   * schemas since this transaction began do not touch this one (DuckDB
+   * still refuses a write-write conflict on the same rows). sql.h's seqs
+   * count the engine's commits, one per hook-accepted commit. */
+  sql_changes mine = *changes;
+  if (s->last_seq <= changes->begin_seq)
+    mine.begin_seq = mine.commit_seq;
+  return s->hooks.prepare(s->hooks.ctx, &mine, err);
 }
 
 static void route_finished(void *ctx, const sql_changes *changes, bool committed) {
@@ -446,6 +455,8 @@ static void route_finished(void *ctx, const sql_changes *changes, bool committed
   sql_error ignored;
   const char *name = changes_schema(changes, &ignored);
   cat_schema *s = name ? schema_find(e, name) : NULL;
+  if (s && committed)
+    s->last_seq = changes->commit_seq + 1;
   if (s && s->hooks.finished)
     s->hooks.finished(s->hooks.ctx, changes, committed);
 }

@@ -100,6 +100,83 @@ def test_two_databases_side_by_side_writers_on_both(tmp_path):
         assert again.stop() == 0
 
 
+def attach_schema(server, data, schema, alias="lake", dbname="lake"):
+    duck = connect()
+    duck.execute(f"ATTACH 'ducklake:postgres:{server.dsn(dbname=dbname)}' AS {alias} "
+                 f"(DATA_PATH '{data}/', METADATA_SCHEMA '{schema}')")
+    return duck
+
+
+def test_metadata_schemas_side_by_side_writers_on_both(tmp_path):
+    """DuckLake's transaction/transaction_schema, and more: each
+    METADATA_SCHEMA of a database is its own catalog and its own store."""
+    store = f"file://{tmp_path}/store"
+    server = Server("--store", store)
+    try:
+        main = attach(server, tmp_path / "main")
+        main.execute("CREATE TABLE lake.pub(i INTEGER)")
+        s1 = attach_schema(server, tmp_path / "s1", "metadata_s1")
+        s1.execute("CREATE TABLE lake.tbl(i INTEGER)")
+        s1.execute("INSERT INTO lake.tbl VALUES (42)")
+        s2 = attach_schema(server, tmp_path / "s2", "metadata_s2")
+        assert tables(s2) == []  # a new metadata schema is a new, empty catalog
+        s2.execute("CREATE TABLE lake.tbl(s VARCHAR)")
+        s2.execute("INSERT INTO lake.tbl VALUES ('hello world')")
+        other = attach_schema(server, tmp_path / "o1", "metadata_s1", dbname="lake2")
+        assert tables(other) == []  # same schema name, another database
+        errors = []
+
+        def writer(duck, n, value):
+            try:
+                cur = duck.cursor()
+                for _ in range(n):
+                    cur.execute(f"INSERT INTO lake.tbl VALUES ({value})")
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        threads = [threading.Thread(target=writer, args=(s1, 15, "1")),
+                   threading.Thread(target=writer, args=(s2, 15, "'x'"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert s1.execute("SELECT count(*) FROM lake.tbl").fetchone() == (16,)
+        assert s2.execute("SELECT count(*) FROM lake.tbl").fetchone() == (16,)
+        assert tables(main) == ["pub"]
+        assert snapshots(s1) == list(range(18)) and snapshots(s2) == list(range(18))
+        assert snapshots(main) == [0, 1]
+        # one transaction writing two metadata schemas' catalogs is refused
+        with psycopg.connect(server.dsn(), autocommit=True) as pg:
+            with pytest.raises(psycopg.errors.FeatureNotSupported) as e:
+                with pg.transaction():
+                    pg.execute("INSERT INTO metadata_s1.ducklake_metadata VALUES ('a', 'b', NULL, NULL)")
+                    pg.execute("INSERT INTO public.ducklake_metadata VALUES ('a', 'b', NULL, NULL)")
+            assert "one metadata schema" in str(e.value)
+        for d in (main, s1, s2, other):
+            d.close()
+    finally:
+        assert server.stop() == 0
+    assert (tmp_path / "store" / "catalogs" / "lake" / "metadata_s1").is_dir()
+    assert (tmp_path / "store" / "catalogs" / "lake2" / "metadata_s1").is_dir()
+    # after a restart each schema loads from its own store, still writable
+    again = Server("--store", store)
+    try:
+        main = attach(again, tmp_path / "main")
+        s1 = attach_schema(again, tmp_path / "s1", "metadata_s1")
+        s2 = attach_schema(again, tmp_path / "s2", "metadata_s2")
+        assert tables(main) == ["pub"] and tables(s1) == ["tbl"] and tables(s2) == ["tbl"]
+        assert s1.execute("SELECT sum(i) FROM lake.tbl").fetchone() == (42 + 15,)
+        s2.execute("INSERT INTO lake.tbl VALUES ('after')")
+        assert s2.execute("SELECT count(*) FROM lake.tbl").fetchone() == (17,)
+        for d in (main, s1, s2):
+            d.close()
+    finally:
+        assert again.stop() == 0
+    log = again.log()
+    assert 'metadata schemas public, "metadata_s1", "metadata_s2"' in log, log
+
+
 def test_a_catalog_closes_when_idle_and_reopens_with_its_data(tmp_path):
     store = f"file://{tmp_path}/store"
     server = Server("--store", store, "--catalog-idle-timeout", "0.3")
