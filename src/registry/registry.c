@@ -285,7 +285,7 @@ static mr_status schema_open(cat_registry *r, cat_entry *e, const char *name, bo
   if (rc == MR_OK && load)
     rc = catalog_load(s->cat, rows, &me);
   if (rc != MR_OK) {
-    sql_fail(err, me.code, me.code == MR_ERR_CONFLICT ? "40001" : "XX000",
+    sql_fail(err, me.code, me.code == MR_ERR_CONFLICT ? "55000" : "XX000",
              "cannot load the catalog of database \"%s\" (metadata schema \"%s\"): %s", e->name,
              name, me.msg);
     mr_error ignored;
