@@ -52,6 +52,8 @@ typedef struct cat_entry {
    * first commit to a new metadata schema, under the engine's commit lock */
   cat_schema *schemas;
   size_t nschemas, cap;
+  sql_commit_hooks known; /* public's, for known_table: sessions ask it
+                           * outside the commit lock, while schemas may grow */
 } cat_entry;
 
 struct cat_registry {
@@ -463,8 +465,7 @@ static void route_finished(void *ctx, const sql_changes *changes, bool committed
 
 static bool route_known_table(void *ctx, const char *table) {
   cat_entry *e = ctx;
-  cat_schema *s = &e->schemas[0];
-  return s->hooks.known_table && s->hooks.known_table(s->hooks.ctx, table);
+  return e->known.known_table && e->known.known_table(e->known.ctx, table);
 }
 
 /* Opens e's engine and every metadata schema's store and catalog (outside
@@ -499,6 +500,7 @@ static mr_status entry_load(cat_registry *r, cat_entry *e, bool must_exist, sql_
     return rc;
   }
   catalog_install_hooks(e->schemas[0].cat); /* pg_database_size: public's store */
+  e->known = e->schemas[0].hooks;
   sql_commit_hooks route = {e, route_prepare, route_finished, route_known_table};
   sql_engine_set_commit_hooks(e->engine, &route);
   fprintf(stderr, "moraine: opened catalog \"%s\": %zu rows", e->name, rows);
