@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "catalog/catalog.h"
+#include "kv/kv.h"
 
 typedef enum entry_state { ENTRY_OPENING, ENTRY_OPEN, ENTRY_CLOSING } entry_state;
 
@@ -270,6 +271,8 @@ static mr_status schema_open(cat_registry *r, cat_entry *e, const char *name, bo
   snprintf(s->name, sizeof s->name, "%s", name);
   if (store_open(url, &r->cfg.store_opts, &s->st, &me) != MR_OK)
     return sql_fail(err, me.code, "57P03", "cannot open the store %s: %s", url, me.msg);
+  if (load && strcmp(name, "public") == 0) /* a failed start stays one line */
+    fprintf(stderr, "moraine: opening catalog \"%s\" from %s\n", e->name, url);
   mr_status rc = MR_OK;
   if (!load) { /* a schema new to this engine must be new to the store too */
     bool has = false;
@@ -328,9 +331,31 @@ static mr_status schema_open(cat_registry *r, cat_entry *e, const char *name, bo
   return MR_OK;
 }
 
-/* The metadata schemas other than public that e's store root holds:
- * the folders under catalogs/<enc(D)>/ (file://), or those created in this
- * process (memory://). Object stores are not listed (docs/catalogs.md). */
+/* Appends the decoded folder name enc to the list (skipping what enc never
+ * writes, and public). */
+static mr_status add_schema(const char *enc, char ***out, size_t *n, size_t *cap, mr_error *err) {
+  char name[CAT_REGISTRY_MAX_NAME + 1];
+  mr_error ignored;
+  if (cat_registry_decode(enc, name, sizeof name, &ignored) != MR_OK ||
+      strcmp(name, "public") == 0)
+    return MR_OK;
+  if (*n == *cap) {
+    size_t c = *cap ? 2 * *cap : 4;
+    char **v = realloc(*out, c * sizeof *v);
+    if (v == NULL)
+      return mr_fail(err, MR_ERR_NOMEM, "out of memory");
+    *out = v;
+    *cap = c;
+  }
+  if (((*out)[*n] = strdup(name)) == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "out of memory");
+  (*n)++;
+  return MR_OK;
+}
+
+/* The metadata schemas other than public that e's store root holds: the
+ * folders under catalogs/<enc(D)>/ (a directory read for file://, one LIST
+ * for object stores), or those created in this process (memory://). */
 static mr_status list_schemas(cat_registry *r, cat_entry *e, char ***out, size_t *n,
                               mr_error *err) {
   *out = NULL;
@@ -339,32 +364,25 @@ static mr_status list_schemas(cat_registry *r, cat_entry *e, char ***out, size_t
   if (database_prefix(r->store_url, e->name, prefix, sizeof prefix, err) != MR_OK)
     return MR_ERR_INVALID;
   size_t cap = 0;
+  bool file = strncmp(prefix, "file://", 7) == 0, memory = strncmp(prefix, "memory://", 9) == 0;
+  if (!file && !memory) {
+    char *text = NULL;
+    mr_status rc = kv_list_folders(prefix, &text, err);
+    for (char *p = text, *nl; rc == MR_OK && p && (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+      *nl = '\0';
+      rc = add_schema(p, out, n, &cap, err);
+    }
+    kv_free(text);
+    return rc;
+  }
   if (strncmp(prefix, "file://", 7) == 0) {
     DIR *d = opendir(prefix + 7);
     if (d == NULL)
       return MR_OK;
     struct dirent *de;
     mr_status rc = MR_OK;
-    while (rc == MR_OK && (de = readdir(d)) != NULL) {
-      char name[CAT_REGISTRY_MAX_NAME + 1];
-      mr_error ignored;
-      if (de->d_name[0] == '.' || cat_registry_decode(de->d_name, name, sizeof name, &ignored) ||
-          strcmp(name, "public") == 0)
-        continue;
-      if (*n == cap) {
-        cap = cap ? 2 * cap : 4;
-        char **v = realloc(*out, cap * sizeof *v);
-        if (v == NULL) {
-          rc = mr_fail(err, MR_ERR_NOMEM, "out of memory");
-          break;
-        }
-        *out = v;
-      }
-      if (((*out)[*n] = strdup(name)) == NULL)
-        rc = mr_fail(err, MR_ERR_NOMEM, "out of memory");
-      else
-        (*n)++;
-    }
+    while (rc == MR_OK && (de = readdir(d)) != NULL)
+      rc = add_schema(de->d_name, out, n, &cap, err);
     closedir(d);
     return rc;
   }
@@ -372,23 +390,11 @@ static mr_status list_schemas(cat_registry *r, cat_entry *e, char ***out, size_t
     pthread_mutex_lock(&r->mu);
     mr_status rc = MR_OK;
     size_t dl = strlen(e->name);
-    for (size_t i = 0; rc == MR_OK && i < r->nmemory_schemas; i++) {
-      if (strcmp(r->memory_schemas[i], e->name) != 0)
-        continue;
-      if (*n == cap) {
-        cap = cap ? 2 * cap : 4;
-        char **v = realloc(*out, cap * sizeof *v);
-        if (v == NULL) {
-          rc = mr_fail(err, MR_ERR_NOMEM, "out of memory");
-          break;
-        }
-        *out = v;
-      }
-      if (((*out)[*n] = strdup(r->memory_schemas[i] + dl + 1)) == NULL)
-        rc = mr_fail(err, MR_ERR_NOMEM, "out of memory");
-      else
-        (*n)++;
-    }
+    char enc[3 * CAT_REGISTRY_MAX_NAME + 1];
+    for (size_t i = 0; rc == MR_OK && i < r->nmemory_schemas; i++)
+      if (strcmp(r->memory_schemas[i], e->name) == 0 &&
+          cat_registry_encode(r->memory_schemas[i] + dl + 1, enc, sizeof enc, err) == MR_OK)
+        rc = add_schema(enc, out, n, &cap, err);
     pthread_mutex_unlock(&r->mu);
     return rc;
   }
@@ -478,7 +484,6 @@ static mr_status entry_load(cat_registry *r, cat_entry *e, bool must_exist, sql_
     return sql_fail(err, MR_ERR_INVALID, "42602", "database \"%s\": %s", e->name, me.msg);
   if (must_exist && !store_exists(r, url))
     return sql_fail(err, MR_ERR_NOT_FOUND, "3D000", "database \"%s\" does not exist", e->name);
-  fprintf(stderr, "moraine: opening catalog \"%s\" from %s\n", e->name, url);
   uint64_t t0 = now_ms();
   sql_error se;
   if (sql_engine_open(&r->cfg.engine_opts, &e->engine, &se) != MR_OK)

@@ -16,9 +16,8 @@
  *                               working as the default database's catalog)
  *   any other (D, S)            R/catalogs/<enc(D)>/<enc(S)>
  * A database's metadata schemas are found when it opens by listing
- * R/catalogs/<enc(D)>/ (file://), or from this process's memory
- * (memory://); object stores are not listed, so there a metadata schema
- * other than public is found only while this process runs.
+ * R/catalogs/<enc(D)>/ (a directory read, or one object-store LIST), or
+ * for memory:// from what this process created.
  * enc keeps a-z, 0-9 and '_' and writes every other byte as '-' and two
  * lowercase hex digits ("Lake.2" -> "-4cake-2e2"), so names never collide,
  * never differ only by case, and are safe in every object store.
