@@ -531,7 +531,7 @@ static void entry_free(cat_entry *e) {
 /* Closes e, which the caller marked CLOSING (lock not held). */
 static void entry_close(cat_registry *r, cat_entry *e, const char *why) {
   mr_error err;
-  if (entry_shut(e, &err) != MR_OK && !e->fenced)
+  if (entry_shut(e, &err) != MR_OK && !e->retired) /* a retired one was superseded */
     fprintf(stderr, "moraine: closing catalog \"%s\": %s\n", e->name, err.msg);
   fprintf(stderr, "moraine: closed catalog \"%s\" (%s)\n", e->name, why);
   pthread_mutex_lock(&r->mu);
@@ -808,7 +808,7 @@ mr_status cat_registry_close(cat_registry *r, mr_error *err) {
     cat_entry *e = r->entries;
     r->entries = e->next;
     mr_error cerr;
-    if (entry_shut(e, &cerr) != MR_OK && rc == MR_OK && !e->fenced)
+    if (entry_shut(e, &cerr) != MR_OK && rc == MR_OK && !e->retired)
       rc = mr_fail(err, cerr.code, "catalog \"%s\": %s", e->name, cerr.msg);
     if (!e->pinned)
       fprintf(stderr, "moraine: closed catalog \"%s\" (server stop)\n", e->name);

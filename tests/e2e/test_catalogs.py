@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from conftest import connect
+from test_faults import DEADLINE_S, fill, small_disk  # noqa: F401 (a fixture)
 from test_pg_front import Server
 
 
@@ -203,6 +204,50 @@ def test_a_catalog_closes_when_idle_and_reopens_with_its_data(tmp_path):
         d.close()
     finally:
         assert again.stop() == 0
+
+
+def test_a_second_database_rides_out_a_full_disk(small_disk, tmp_path):
+    """A store write of another database's catalog fails on a full disk:
+    that commit gets its SQLSTATE, the default catalog keeps serving, and
+    once space is back the database takes writes again by itself (in place,
+    or reopened for new sessions if the failed write landed after all) —
+    the server never restarts for it."""
+    server = Server("--store", f"file://{small_disk}/store")
+    try:
+        duck = attach(server, tmp_path / "d2", "lake2")
+        duck.execute("CREATE TABLE lake.t(i BIGINT)")
+        duck.execute("INSERT INTO lake.t VALUES (1)")
+        main = attach(server, tmp_path / "d1")
+        main.execute("CREATE TABLE lake.m(i BIGINT)")
+        filler = fill(small_disk)
+        with psycopg.connect(server.dsn(dbname="lake2"), autocommit=True) as pg:
+            with pytest.raises(psycopg.Error) as e:
+                pg.execute("INSERT INTO ducklake_metadata VALUES ('k', 'v', NULL, NULL)")
+            assert e.value.sqlstate in ("53100", "57P03", "58030"), e.value
+        assert main.execute("SELECT count(*) FROM lake.m").fetchone() == (0,)
+        duck.close()
+        filler.unlink()
+        deadline = time.time() + DEADLINE_S
+        while True:
+            d = None
+            try:
+                d = attach(server, tmp_path / "d2", "lake2")
+                d.execute("INSERT INTO lake.t VALUES (2)")
+                break
+            except Exception as ex:  # noqa: BLE001
+                if d is not None:
+                    d.close()
+                assert time.time() < deadline, f"{ex}\n{server.log()}"
+                time.sleep(0.5)
+        assert sorted(r[0] for r in d.execute("SELECT i FROM lake.t").fetchall()) == [1, 2]
+        d.close()
+        main.close()
+        assert server.proc.poll() is None  # served throughout, never restarted
+    finally:
+        assert server.stop() == 0
+    log = server.log()
+    assert "store write failed" in log, log
+    assert ("writes resume" in log or 'catalog "lake2" is behind its store' in log), log
 
 
 def test_unknown_databases_can_be_refused(tmp_path):
