@@ -1,9 +1,11 @@
 /*
  * registry.c — the catalogs one server serves (registry.h): a list of
- * entries, one per open catalog, each with its store, engine, catalog and
- * store watcher; sessions counted per entry; a reaper thread that closes
- * entries left without sessions for idle_ms, and retired ones (fenced,
- * or to be reloaded) as soon as their last session ends.
+ * entries, one per open database, each with its SQL engine and, per
+ * metadata schema, a store, catalog and store watcher; the commit router
+ * that sends each transaction to its schema's catalog; sessions counted per
+ * entry; a reaper thread that closes entries left without sessions for
+ * idle_ms, and retired ones (fenced, or to be reloaded) as soon as their
+ * last session ends.
  *
  * Entry states: OPENING (one thread is opening it outside the lock; others
  * wanting it wait on the condition), OPEN, CLOSING (being closed outside
@@ -13,7 +15,6 @@
 #include "registry/registry.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
