@@ -17,6 +17,9 @@ SHELL := /bin/bash
 GENERATOR := $(shell command -v ninja >/dev/null && echo Ninja || echo "Unix Makefiles")
 JOBS ?= 2
 FUZZ_SECONDS ?= 30
+# pytest-xdist workers for the end-to-end tests (each test starts its own
+# servers on free ports, so they run side by side; 1 runs them in order)
+E2E_WORKERS ?= 2
 # The store model test under ASan: fewer random ops per seed than the plain
 # run (which does the full 300), so make test stays well inside CI's time.
 SANITIZE_STORE_OPS ?= 60
@@ -52,7 +55,7 @@ test-unit: build deps
 	cd build && ctest --output-on-failure -j$(JOBS)
 
 test-e2e: build deps
-	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) -m pytest -q tests/e2e
+	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) -m pytest -q -n $(E2E_WORKERS) tests/e2e
 
 sanitize: deps
 	cmake -S . -B build-asan -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Debug -DMORAINE_SANITIZE=ON >/dev/null

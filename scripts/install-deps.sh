@@ -85,7 +85,7 @@ if [ ! -x "$root/.venv/bin/python" ]; then
   log "venv"
   python3 -m venv "$root/.venv"
 fi
-if ! "$root/.venv/bin/python" -c 'import duckdb, pytest, psycopg, pytz, duckdb_extension_ducklake, duckdb_extension_postgres, duckdb_extension_sqlite_scanner, duckdb_extension_httpfs, moto.server' 2>/dev/null ||
+if ! "$root/.venv/bin/python" -c 'import duckdb, pytest, xdist, psycopg, pytz, duckdb_extension_ducklake, duckdb_extension_postgres, duckdb_extension_sqlite_scanner, duckdb_extension_httpfs, moto.server' 2>/dev/null ||
    [ "$("$root/.venv/bin/python" -c 'import duckdb; print(duckdb.__version__)')" != "$DUCKDB_VERSION" ]; then
   log "python packages"
   "$root/.venv/bin/python" -m pip install -q --upgrade pip

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* OP_FORGET: a record removed outright with no history (DuckLake's expiry and
  * compaction): a snapshot, a history version, or a current version (msg =
@@ -826,8 +827,15 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
   bool any = t.snap != NULL;
   for (size_t i = 0; !any && i < t.n; i++)
     any = !t.p[i].dead;
-  if (!rc && any)
+  if (!rc && any) {
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
     rc = write_commit(&t, head);
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    if (changes->times)
+      changes->times->store_write += (double)(w1.tv_sec - w0.tv_sec) * 1e3 +
+                                     (double)(w1.tv_nsec - w0.tv_nsec) / 1e6;
+  }
   txn_free(&t);
   if (rc == MR_ERR_CONFLICT)
     return sql_fail(err, rc, SQLSTATE_SERIALIZATION_FAILURE, "could not serialize access: %s",

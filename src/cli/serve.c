@@ -26,6 +26,7 @@
  * (registry.h).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,8 @@ static const char serve_usage[] =
     "                     [--max-connections N] [--auth-timeout SECONDS]\n"
     "                     [--shutdown-timeout SECONDS] [--log-level LEVEL]\n"
     "                     [--memory-limit SIZE] [--engine-threads N]\n"
-    "                     [--log-min-duration MS] [--cache-dir DIR]\n"
+    "                     [--log-min-duration MS] [--log-commit-phases] [--cache-dir DIR]\n"
+    "                     [--tls-cert FILE --tls-key FILE [--tls-required]]\n"
     "                     [--default-database NAME] [--unknown-databases create|refuse]\n"
     "                     [--catalog-idle-timeout SECONDS]\n"
     "  --store URL           catalog store root: file://DIR, s3://BUCKET/PREFIX,\n"
@@ -80,12 +82,19 @@ static const char serve_usage[] =
     "                        catalog queries are small; sessions run in parallel)\n"
     "  --log-min-duration MS log each statement (and each Sync that commits) taking at\n"
     "                        least MS milliseconds; 0 logs all, -1 none (default 1000)\n"
+    "  --log-commit-phases   log one line per commit: lock wait, mapping to store records,\n"
+    "                        durable store write, engine commit, total (milliseconds)\n"
+    "  --tls-cert FILE       PEM certificate chain (leaf first) for TLS; with --tls-key, an\n"
+    "                        SSLRequest is answered 'S' (sslmode=require, verify-ca,\n"
+    "                        verify-full); SIGHUP reloads both files\n"
+    "  --tls-key FILE        PEM private key of --tls-cert\n"
+    "  --tls-required        refuse connections that do not negotiate TLS (28000)\n"
     "  --cache-dir DIR       keep the store's SST parts read from object storage in this\n"
     "                        local folder (up to 1 GiB), for faster restarts and old\n"
     "                        snapshots (default: no cache)\n";
 
 static pg_server *volatile running_server;
-static volatile sig_atomic_t fenced;     /* another writer took the store over */
+static volatile sig_atomic_t fenced;      /* another writer took the store over */
 static volatile sig_atomic_t must_reload; /* the store holds commits we lack */
 
 /* The store watcher's fencing hook: this server may no longer write nor
@@ -103,6 +112,29 @@ static void on_reload(void *ctx) {
   pg_server *s = running_server;
   if (s)
     pg_server_stop(s);
+}
+
+static volatile sig_atomic_t hup_stop; /* the reload thread's end */
+
+/* Reloads the TLS certificate and key on each SIGHUP (blocked in every
+ * thread, taken here with sigwait) until hup_stop. */
+static void *hup_main(void *arg) {
+  pg_tls *tls = arg;
+  sigset_t hup;
+  sigemptyset(&hup);
+  sigaddset(&hup, SIGHUP);
+  for (;;) {
+    int sig;
+    if (sigwait(&hup, &sig) != 0)
+      continue;
+    if (hup_stop)
+      return NULL;
+    mr_error e;
+    if (pg_tls_reload(tls, &e) == MR_OK)
+      pg_log(PG_LOG_INFO, "SIGHUP: TLS certificate and key reloaded");
+    else
+      pg_log(PG_LOG_WARN, "SIGHUP: TLS reload failed, the current certificate stays: %s", e.msg);
+  }
 }
 
 /* Executes this binary again as `moraine serve` with argv, listening where
@@ -178,11 +210,17 @@ int cli_serve(int argc, char **argv) {
   const char *default_database = "lake";
   const char *unknown_databases = "create";
   const char *idle_timeout = NULL;
+  bool log_commit_phases = false, tls_required = false;
+  const char *tls_cert = NULL, *tls_key = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(serve_usage, stdout);
       return 0;
+    }
+    if (strcmp(a, "--log-commit-phases") == 0 || strcmp(a, "--tls-required") == 0) {
+      *(a[2] == 'l' ? &log_commit_phases : &tls_required) = true;
+      continue;
     }
     const char **slot = strcmp(a, "--store") == 0              ? &store_url
                         : strcmp(a, "--listen") == 0           ? &listen_addr
@@ -195,6 +233,8 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--log-min-duration") == 0 ? &min_duration
                         : strcmp(a, "--engine-threads") == 0   ? &engine_threads
                         : strcmp(a, "--cache-dir") == 0        ? &cache_dir
+                        : strcmp(a, "--tls-cert") == 0         ? &tls_cert
+                        : strcmp(a, "--tls-key") == 0          ? &tls_key
                         : strcmp(a, "--default-database") == 0 ? &default_database
                         : strcmp(a, "--unknown-databases") == 0 ? &unknown_databases
                         : strcmp(a, "--catalog-idle-timeout") == 0 ? &idle_timeout
@@ -221,7 +261,8 @@ int cli_serve(int argc, char **argv) {
                           .auth_timeout_ms = PG_DEFAULT_AUTH_TIMEOUT_MS,
                           .shutdown_timeout_ms = PG_DEFAULT_SHUTDOWN_TIMEOUT_MS,
                           .auth_fail_delay_ms = PG_DEFAULT_AUTH_FAIL_DELAY_MS,
-                          .slow_statement_ms = PG_DEFAULT_SLOW_STATEMENT_MS};
+                          .slow_statement_ms = PG_DEFAULT_SLOW_STATEMENT_MS,
+                          .log_commit_phases = log_commit_phases};
   /* MORAINE_MAX_CONNECTIONS: the limit when --max-connections is not given
    * (older scripts and tests set it); the flag wins */
   if (max_conn == NULL)
@@ -293,10 +334,41 @@ int cli_serve(int argc, char **argv) {
     fprintf(stderr, "moraine: %s\n", err.msg);
     return 1;
   }
-  if (password_file == NULL && !pg_host_is_loopback(host)) {
+  if ((tls_cert == NULL) != (tls_key == NULL)) {
+    fprintf(stderr, "moraine: serve: --tls-cert and --tls-key go together\n");
+    return 2;
+  }
+  if (tls_required && tls_cert == NULL) {
+    fprintf(stderr, "moraine: serve: --tls-required needs --tls-cert and --tls-key\n");
+    return 2;
+  }
+  if (password_file == NULL && tls_cert == NULL && !pg_host_is_loopback(host)) {
     fprintf(stderr,
-            "moraine: refusing to listen on non-loopback address %s without --password-file\n",
+            "moraine: refusing to listen on non-loopback address %s without --password-file "
+            "or TLS\n",
             host);
+    return 1;
+  }
+  pg_tls *tls = NULL;
+  if (tls_cert && pg_tls_open(tls_cert, tls_key, &tls, &err) != MR_OK) {
+    fprintf(stderr, "moraine: %s\n", err.msg);
+    return 1;
+  }
+  cfg.tls = tls;
+  cfg.tls_required = tls_required;
+  /* SIGHUP reloads the certificate: taken by one thread with sigwait, so it
+   * is blocked here, before any other thread exists to inherit the mask */
+  sigset_t hup;
+  sigemptyset(&hup);
+  sigaddset(&hup, SIGHUP);
+  if (tls)
+    pthread_sigmask(SIG_BLOCK, &hup, NULL);
+
+  int status = 1;
+  pthread_t hup_thread;
+  if (tls && pthread_create(&hup_thread, NULL, hup_main, tls) != 0) {
+    fprintf(stderr, "moraine: cannot start the TLS reload thread\n");
+    pg_tls_free(tls);
     return 1;
   }
 
@@ -319,13 +391,15 @@ int cli_serve(int argc, char **argv) {
   pg_server *server;
   if (pg_server_start(&cfg, NULL, &server, &err) != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);
-    return 1;
+    status = 1;
+    goto out;
   }
   cat_registry *reg = NULL;
   if (cat_registry_open(&rcfg, &reg, &err) != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);
     pg_server_free(server);
-    return 1;
+    status = 1;
+    goto out;
   }
   sessions.ctx = reg;
   memset(password, 0, sizeof password);
@@ -352,20 +426,32 @@ int cli_serve(int argc, char **argv) {
   if (must_reload && !fenced) {
     fprintf(stderr, "moraine: restarting to reload the catalog from the store\n");
     serve_again(argc, argv, listened);
-    return 1;
+    status = 1;
+    goto out;
   }
   if (fenced) { /* closing a fenced store may fail too: the takeover is the news */
     fprintf(stderr, "moraine: stopped: another server has taken over the store\n");
-    return 3;
+    status = 3;
+    goto out;
   }
   if (crc != MR_OK && rc == MR_OK) {
     fprintf(stderr, "moraine: closing the store: %s\n", cerr.msg);
-    return 1;
+    status = 1;
+    goto out;
   }
   if (rc != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);
-    return 1;
+    status = 1;
+    goto out;
   }
   fprintf(stderr, "moraine: stopped\n");
-  return 0;
+  status = 0;
+out:
+  if (tls) {
+    hup_stop = 1;
+    pthread_kill(hup_thread, SIGHUP);
+    pthread_join(hup_thread, NULL);
+    pg_tls_free(tls);
+  }
+  return status;
 }

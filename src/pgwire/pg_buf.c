@@ -80,16 +80,14 @@ void pg_buf_end(pg_buf *b) {
   p[3] = (uint8_t)u;
 }
 
-mr_status pg_buf_flush(pg_buf *b, int fd, mr_error *err) {
+mr_status pg_buf_flush(pg_buf *b, pg_io *io, mr_error *err) {
   if (b->failed) {
     b->len = 0;
     return mr_fail(err, MR_ERR_NOMEM, "out of memory building a message");
   }
   size_t off = 0;
   while (off < b->len) {
-    ssize_t n = send(fd, b->data + off, b->len - off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR)
-      continue;
+    ssize_t n = pg_io_write(io, b->data + off, b->len - off);
     if (n <= 0) {
       b->len = 0;
       return mr_fail(err, MR_ERR_IO, "send: %s", n < 0 ? strerror(errno) : "closed");
@@ -171,9 +169,7 @@ static mr_status read_exact(pg_reader *r, void *out, size_t n, bool *eof_clean, 
       got += take;
       continue;
     }
-    ssize_t k = read(r->fd, r->buf, sizeof r->buf);
-    if (k < 0 && errno == EINTR)
-      continue;
+    ssize_t k = pg_io_read(r->io, r->buf, sizeof r->buf);
     if (k < 0)
       return mr_fail(err, MR_ERR_IO, "read: %s", strerror(errno));
     if (k == 0) {
@@ -261,4 +257,8 @@ mr_status pg_read_message(pg_reader *r, pg_msg *out, mr_error *err) {
   if (rc == MR_OK)
     out->type = (char)h[0];
   return rc;
+}
+
+size_t pg_reader_buffered(const pg_reader *r) {
+  return r->have - r->pos;
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "base/mr_error.h"
+#include "pgwire/pg_tls.h"
 
 typedef struct pg_buf {
   uint8_t *data;
@@ -39,9 +40,9 @@ void pg_buf_i16(pg_buf *b, int16_t v);
 void pg_buf_i32(pg_buf *b, int32_t v);
 void pg_buf_bytes(pg_buf *b, const void *p, size_t n);
 void pg_buf_str(pg_buf *b, const char *s); /* with its NUL */
-/* Writes everything buffered to fd (blocking; EINTR-safe) and empties the
+/* Writes everything buffered to io (blocking; EINTR-safe) and empties the
  * buffer. MR_ERR_NOMEM if the buffer failed, MR_ERR_IO if the socket did. */
-mr_status pg_buf_flush(pg_buf *b, int fd, mr_error *err) MR_MUST_CHECK;
+mr_status pg_buf_flush(pg_buf *b, pg_io *io, mr_error *err) MR_MUST_CHECK;
 void pg_buf_free(pg_buf *b);
 
 typedef struct pg_msg {
@@ -62,7 +63,7 @@ void pg_msg_free(pg_msg *m);
 
 /* Buffered reader of messages from a socket. */
 typedef struct pg_reader {
-  int fd;
+  pg_io *io; /* the connection's stream (plain or TLS) */
   uint8_t buf[65536];
   size_t have;
   size_t pos;
@@ -78,5 +79,8 @@ typedef struct pg_reader {
  * past its end (not counted in len). */
 mr_status pg_read_startup(pg_reader *r, pg_msg *out, mr_error *err) MR_MUST_CHECK;
 mr_status pg_read_message(pg_reader *r, pg_msg *out, mr_error *err) MR_MUST_CHECK;
+/* Bytes received but not yet consumed (after an SSLRequest there must be
+ * none: the handshake comes next). */
+size_t pg_reader_buffered(const pg_reader *r);
 
 #endif /* MR_PG_BUF_H */

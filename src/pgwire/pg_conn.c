@@ -1,7 +1,10 @@
 /*
  * pg_conn.c — one client connection's protocol state machine:
  *
- *   STARTUP  SSLRequest / GSSENCRequest -> 'N' (once each); CancelRequest
+ *   STARTUP  SSLRequest -> 'S' and the TLS handshake when the server has a
+ *            certificate (pg_tls.h), else 'N'; GSSENCRequest -> 'N' (once
+ *            each); a plain startup packet on a server that requires TLS
+ *            -> FATAL 28000; CancelRequest
  *            -> pg_registry_cancel, then close; protocol 3.0 startup packet
  *            -> a connection slot (else FATAL 53300) -> AUTH (other
  *            versions: FATAL 0A000; a malformed packet: FATAL 08P01)
@@ -77,6 +80,7 @@ typedef struct named_stmt {
 
 typedef struct conn {
   const pg_conn_args *a;
+  pg_io io; /* the socket, and its TLS once negotiated */
   pg_reader in;
   pg_buf out;
   sql_session *session;
@@ -103,7 +107,7 @@ typedef struct conn {
 
 static int flush(conn *c) {
   mr_error e;
-  if (pg_buf_flush(&c->out, c->a->fd, &e) != MR_OK)
+  if (pg_buf_flush(&c->out, &c->io, &e) != MR_OK)
     c->io_failed = true;
   return c->io_failed ? -1 : 0;
 }
@@ -383,6 +387,23 @@ static void on_cancel_request(conn *c, uint32_t pid, uint32_t key) {
 }
 
 /* Reads startup packets until the v3 one; false: close the connection. */
+/* After 'S': the handshake. Bytes the client sent before it (pipelined
+ * past the SSLRequest) would be plaintext inside what must be encrypted:
+ * refused, as PostgreSQL does. */
+static bool start_tls(conn *c) {
+  if (pg_reader_buffered(&c->in) > 0) {
+    pg_log(PG_LOG_WARN, "connection from %s: unencrypted data after the SSL request", c->a->peer);
+    c->protocol_error = true;
+    return false;
+  }
+  mr_error e;
+  if (pg_tls_accept(c->a->tls, &c->io, &e) != MR_OK) {
+    pg_log(PG_LOG_WARN, "connection from %s: %s", c->a->peer, e.msg);
+    return false;
+  }
+  return true;
+}
+
 static bool startup(conn *c) {
   bool ssl_done = false, gss_done = false;
   for (;;) {
@@ -404,7 +425,10 @@ static bool startup(conn *c) {
       if (*done)
         return fatal(c, "08P01", "repeated SSL or GSSAPI encryption request");
       *done = true;
-      if (send(c->a->fd, "N", 1, MSG_NOSIGNAL) != 1)
+      bool tls = st.kind == PG_STARTUP_SSL && c->a->tls != NULL;
+      if (send(c->a->fd, tls ? "S" : "N", 1, MSG_NOSIGNAL) != 1)
+        return false;
+      if (tls && !start_tls(c))
         return false;
       continue;
     }
@@ -418,6 +442,10 @@ static bool startup(conn *c) {
     snprintf(c->database, sizeof c->database, "%s",
              st.database && st.database[0] ? st.database : c->user);
     pg_msg_free(&m);
+    if (c->a->tls_required && c->io.ssl == NULL) {
+      pg_log(PG_LOG_WARN, "connection from %s (user \"%s\") refused: no TLS", c->a->peer, c->user);
+      return fatal(c, "28000", "this server accepts TLS connections only (sslmode=require)");
+    }
     return true;
   }
 }
@@ -975,9 +1003,15 @@ static void query_loop(conn *c) {
     dispatch(c, &m);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = ms_between(&t0, &t1);
-    if (c->a->slow_statement_ms >= 0 && ms >= (double)c->a->slow_statement_ms &&
-        m.type != 'H' && m.type != 'C')
+    if (c->a->slow_statement_ms >= 0 && ms >= (double)c->a->slow_statement_ms && m.type != 'H' &&
+        m.type != 'C')
       log_slow(c, &m, ms, sql);
+    sql_commit_times ct;
+    if (sql_session_take_commit_times(c->session, &ct) && c->a->log_commit_phases)
+      pg_log(PG_LOG_INFO,
+             "connection %u: commit of %zu rows: lock wait %.3f ms, map %.3f ms, store write "
+             "%.3f ms, engine commit %.3f ms, total %.3f ms",
+             c->pid, ct.rows, ct.lock_wait, ct.map, ct.store_write, ct.engine_commit, ct.total);
     pg_cancel_reason why = pg_registry_reason(c->reg, c->entry);
     if (why == PG_CANCEL_TIMEOUT)
       pg_log(PG_LOG_INFO, "connection %u (%s, user \"%s\"): statement cancelled: %s of %llu ms",
@@ -1056,7 +1090,8 @@ void pg_conn_run(const pg_conn_args *a) {
   c->entry = a->entry;
   uint32_t secret;
   pg_registry_key(a->entry, &c->pid, &secret);
-  c->in.fd = a->fd;
+  c->io = (pg_io){a->fd, NULL};
+  c->in.io = &c->io;
   struct timespec accepted;
   clock_gettime(CLOCK_MONOTONIC, &accepted);
   if (!open_session(c)) {
@@ -1070,8 +1105,8 @@ void pg_conn_run(const pg_conn_args *a) {
   }
   c->is_open = true;
   clock_gettime(CLOCK_MONOTONIC, &c->opened);
-  pg_log(PG_LOG_INFO, "connection %u opened from %s: user \"%s\", database \"%s\"", c->pid, a->peer,
-         c->user, c->database);
+  pg_log(PG_LOG_INFO, "connection %u opened from %s: user \"%s\", database \"%s\", %s", c->pid,
+         a->peer, c->user, c->database, c->io.ssl ? "TLS" : "no TLS");
   send_session_start(c);
   query_loop(c);
 done:
@@ -1099,5 +1134,6 @@ done:
   else
     sql_session_close(c->session);
   pg_buf_free(&c->out);
+  pg_io_end_tls(&c->io);
   free(c);
 }

@@ -255,6 +255,9 @@ static void accept_one(pg_server *s) {
   cs->args.auth_timeout_ms = s->cfg.auth_timeout_ms;
   cs->args.auth_fail_delay_ms = s->cfg.auth_fail_delay_ms;
   cs->args.slow_statement_ms = s->cfg.slow_statement_ms;
+  cs->args.log_commit_phases = s->cfg.log_commit_phases;
+  cs->args.tls = s->cfg.tls;
+  cs->args.tls_required = s->cfg.tls_required;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

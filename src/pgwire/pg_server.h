@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/mr_error.h"
+#include "pgwire/pg_tls.h"
 #include "sql/sql.h"
 
 typedef struct pg_server pg_server;
@@ -50,6 +51,9 @@ typedef struct pg_server_config {
   uint64_t shutdown_timeout_ms; /* the drain's bound at stop */
   uint64_t auth_fail_delay_ms;  /* a failed authentication waits this long */
   int64_t slow_statement_ms;    /* log statements that take this long; <0: never */
+  bool log_commit_phases;       /* log where each commit's time went */
+  pg_tls *tls;                  /* certificate for SSLRequest, or NULL: answer 'N' */
+  bool tls_required;            /* refuse connections that did not negotiate TLS */
   const pg_session_source *sessions; /* NULL: every session on the engine given
                                       * to pg_server_start */
 } pg_server_config;
@@ -93,6 +97,9 @@ typedef struct pg_conn_args {
   uint64_t auth_timeout_ms; /* for the log line when it passes */
   uint64_t auth_fail_delay_ms;
   int64_t slow_statement_ms; /* <0: never log statement durations */
+  bool log_commit_phases;    /* one line per commit: its phases' times */
+  pg_tls *tls;               /* NULL: SSLRequest answered 'N' */
+  bool tls_required;
 } pg_conn_args;
 
 /* Runs one connection to its end (closes nothing: the caller owns fd and

@@ -108,6 +108,17 @@ typedef struct sql_change_batch {
   const sql_value *values; /* nrows * ncols, row-major */
 } sql_change_batch;
 
+/* Where one hooked commit's time went, in milliseconds (see
+ * sql_session_take_commit_times). */
+typedef struct sql_commit_times {
+  double lock_wait;     /* waiting for the engine's commit lock */
+  double map;           /* prepare(): changes -> store records, minus store_write */
+  double store_write;   /* prepare(): the durable store write (set by the hook) */
+  double engine_commit; /* DuckDB's own COMMIT */
+  double total;         /* COMMIT's start to the lock's release */
+  size_t rows;          /* rows captured (DDL statements count one) */
+} sql_commit_times;
+
 typedef struct sql_changes {
   size_t nbatches;
   const sql_change_batch *batches; /* in execution order */
@@ -118,6 +129,8 @@ typedef struct sql_changes {
    * changes since this one began: prepare() should then refuse (40001). */
   uint64_t begin_seq;
   uint64_t commit_seq;
+  /* The hook adds the time of its durable write to times->store_write. */
+  sql_commit_times *times;
 } sql_changes;
 
 typedef struct sql_commit_hooks {
@@ -257,6 +270,9 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
 void sql_session_error_at_sync(sql_session *s);
 /* Called at Sync: commits an implicit extended-protocol transaction. */
 mr_status sql_session_sync(sql_session *s, sql_error *err) MR_MUST_CHECK;
+
+/* True once after each commit that called the hooks, with its times. */
+bool sql_session_take_commit_times(sql_session *s, sql_commit_times *out);
 
 /* DISCARD ALL / connection reset outside a transaction. */
 void sql_session_reset(sql_session *s);

@@ -301,6 +301,6 @@ mr_status sql_capture_result(sql_capture *c, const sql_shape *shape, int op, duc
 }
 
 sql_changes sql_capture_view(const sql_capture *c) {
-  sql_changes v = {c->n, c->batches, 0, 0};
+  sql_changes v = {.nbatches = c->n, .batches = c->batches};
   return v;
 }

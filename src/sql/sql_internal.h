@@ -106,6 +106,9 @@ typedef struct sql_temp {
   bool on_commit_drop; /* dropped at the end of the transaction */
 } sql_temp;
 
+/* The transaction statements a session keeps prepared (txn_ps). */
+typedef enum sql_txn_verb { SQL_TXN_BEGIN, SQL_TXN_COMMIT, SQL_TXN_ROLLBACK, SQL_TXN_VERBS } sql_txn_verb;
+
 struct sql_session {
   sql_engine *e;
   duckdb_connection con;
@@ -114,6 +117,9 @@ struct sql_session {
   bool read_only;
   sql_capture cap;
   uint64_t begin_seq; /* engine commit_seq when the open transaction began */
+  duckdb_prepared_statement txn_ps[SQL_TXN_VERBS]; /* prepared on first use */
+  sql_commit_times last_commit; /* of the last hooked commit */
+  bool has_last_commit;         /* last_commit not yet taken */
   sql_guc *gucs;
   size_t ngucs;
   char *user;

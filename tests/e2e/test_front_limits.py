@@ -12,6 +12,7 @@ speed. The Server class comes from test_pg_front.py (MORAINE_BIN selects the
 binary). A thread drains each server's stderr into server.lines, so the log
 never blocks the server and tests can look for their lines.
 """
+import re
 import signal
 import socket
 import struct
@@ -409,6 +410,32 @@ def test_connection_open_and_close_are_logged(server):
         assert line.startswith("moraine: info: ")
         assert '"alice"' in line and '"lake"' in line and "127.0.0.1:" in line
     assert closed[0].rstrip().endswith(" s")  # the duration
+
+
+def test_log_commit_phases_times_each_commit():
+    s = start("--log-commit-phases")
+    try:
+        with psycopg.connect(s.dsn(), autocommit=True) as con:
+            pid = con.info.backend_pid
+            con.execute("CREATE TABLE ducklake_metadata(key VARCHAR NOT NULL, "
+                        "value VARCHAR NOT NULL, scope VARCHAR, scope_id BIGINT)")
+            con.execute("SELECT 1")  # a read commits nothing: no line
+            con.execute("INSERT INTO ducklake_metadata VALUES ('a', '1', NULL, NULL), "
+                        "('b', '2', NULL, NULL)")
+            with con.transaction():
+                con.execute("INSERT INTO ducklake_metadata VALUES ('c', '3', NULL, NULL)")
+                con.execute("DELETE FROM ducklake_metadata WHERE key = 'a'")
+        lines = lambda: log_lines(s, f"connection {pid}: commit of")
+        assert wait_for(lambda: len(lines()) == 3, 10), s.log()
+        pattern = re.compile(r"commit of (\d+) rows: lock wait [\d.]+ ms, map [\d.]+ ms, "
+                             r"store write ([\d.]+) ms, engine commit [\d.]+ ms, total ([\d.]+) ms$")
+        got = [pattern.search(line) for line in lines()]
+        assert all(got), lines()
+        assert [int(m.group(1)) for m in got] == [1, 2, 2]  # the DDL counts one
+        for m in got[1:]:  # a durable write happened, and is part of the total
+            assert 0 < float(m.group(2)) <= float(m.group(3))
+    finally:
+        assert s.stop() == 0
 
 
 # ---- SIGTERM --------------------------------------------------------------------------------

@@ -252,7 +252,9 @@ static void fuzz_stream(const uint8_t *bytes, size_t len) {
     die("short write to the pipe");
   close(fds[1]);
   memset(&r, 0, sizeof r);
-  r.fd = fds[0];
+  static pg_io io;
+  io = (pg_io){fds[0], NULL};
+  r.io = &io;
   r.max_message = (size_t)1 << 20;
   pg_msg m;
   mr_error err;

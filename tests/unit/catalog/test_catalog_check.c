@@ -76,7 +76,7 @@ static void make(batch *bt, sql_change_op op, const char *vtype, size_t n,
 }
 
 static mr_status check(catalog *c, const sql_change_batch *b, sql_error *err) {
-  sql_changes ch = {1, b, 0, 0};
+  sql_changes ch = {.nbatches = 1, .batches = b};
   memset(err, 0, sizeof *err);
   return cat_check_loadable(c, &ch, err);
 }
@@ -112,7 +112,7 @@ static void test_a_value_that_would_not_load_refuses_the_commit(void **state) {
   const char *iv[] = {"1 day", "not an interval"};
   make(&bt, SQL_CHANGE_INSERT, "INTERVAL", 2, iv);
   store_head before = store_get_head(f->st);
-  sql_changes ch = {1, &bt.b, 0, 0};
+  sql_changes ch = {.nbatches = 1, .batches = &bt.b};
   memset(&err, 0, sizeof err);
   assert_int_not_equal(catalog_prepare(f->c, &ch, &err), MR_OK);
   assert_string_equal(err.sqlstate, "22P02");
@@ -125,7 +125,7 @@ static void test_a_value_that_would_not_load_refuses_the_commit(void **state) {
   const char *dec[] = {"1.5"};
   make(&ok, SQL_CHANGE_INSERT, "DECIMAL(4,1)", 1, dec);
   sql_change_batch two[] = {ok.b, bt.b};
-  sql_changes ch2 = {2, two, 0, 0};
+  sql_changes ch2 = {.nbatches = 2, .batches = two};
   memset(&err, 0, sizeof err);
   assert_int_not_equal(cat_check_loadable(f->c, &ch2, &err), MR_OK);
   assert_string_equal(err.sqlstate, "22P02");

@@ -90,7 +90,7 @@ static mr_status commit(fixture *f, sql_error *err, size_t n, const rows *const 
   assert_true(n <= 8);
   for (size_t i = 0; i < n; i++)
     b[i] = rs[i]->b;
-  sql_changes ch = {n, b, 0, 0};
+  sql_changes ch = {.nbatches = n, .batches = b};
   memset(err, 0, sizeof *err);
   return catalog_prepare(f->c, &ch, err);
 }

@@ -48,7 +48,7 @@ static void flush_writes_and_empties(void **state) {
   pg_buf_begin(&b, 'I');
   pg_buf_end(&b);
   mr_error err;
-  assert_int_equal(pg_buf_flush(&b, sv[0], &err), MR_OK);
+  assert_int_equal(pg_buf_flush(&b, &(pg_io){sv[0], NULL}, &err), MR_OK);
   assert_int_equal(b.len, 0);
   uint8_t got[5];
   assert_int_equal(read(sv[1], got, sizeof got), 5);
@@ -57,7 +57,7 @@ static void flush_writes_and_empties(void **state) {
   close(sv[1]);
   pg_buf_begin(&b, 'I');
   pg_buf_end(&b);
-  assert_int_not_equal(pg_buf_flush(&b, sv[0], &err), MR_OK); /* peer gone */
+  assert_int_not_equal(pg_buf_flush(&b, &(pg_io){sv[0], NULL}, &err), MR_OK); /* peer gone */
   close(sv[0]);
   pg_buf_free(&b);
 }
@@ -70,7 +70,7 @@ static void failed_flag_is_sticky(void **state) {
   pg_buf_end(&b);
   assert_int_equal(b.len, 0);
   mr_error err;
-  assert_int_equal(pg_buf_flush(&b, -1, &err), MR_ERR_NOMEM);
+  assert_int_equal(pg_buf_flush(&b, &(pg_io){-1, NULL}, &err), MR_ERR_NOMEM);
   pg_buf_free(&b);
 }
 
@@ -96,7 +96,8 @@ static mr_status read_from(const uint8_t *bytes, size_t n, size_t max, pg_msg *m
   assert_int_equal(write(sv[1], bytes, n), (ssize_t)n);
   close(sv[1]);
   pg_reader *r = calloc(1, sizeof *r);
-  r->fd = sv[0];
+  pg_io io = {sv[0], NULL};
+  r->io = &io;
   r->max_message = max;
   mr_error err;
   mr_status rc = startup ? pg_read_startup(r, m, &err) : pg_read_message(r, m, &err);
@@ -176,7 +177,8 @@ static void reader_reads_large_bodies(void **state) {
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, write_all, &w), 0);
   pg_reader *r = calloc(1, sizeof *r);
-  r->fd = sv[0];
+  pg_io io = {sv[0], NULL};
+  r->io = &io;
   r->max_message = (size_t)1 << 20;
   pg_msg m;
   mr_error err;

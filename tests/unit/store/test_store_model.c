@@ -16,7 +16,9 @@
  *       head, census and load unchanged; every REOPEN_EVERY ops the store is
  *       closed and reopened and must read the same.
  * MORAINE_STORE_OPS (ops per seed) and MORAINE_SEED (one seed) override the
- * defaults; a failing seed is printed for replay.
+ * defaults; a failing seed is printed for replay. MORAINE_SEED_SHARD=I/N runs
+ * only the default seeds whose index is I modulo N (ctest runs N shards side
+ * by side).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1329,7 +1331,14 @@ static void test_model(void **state) {
     run_seed(seed, ops);
     return;
   }
+  unsigned shard = 0, nshards = 1;
+  const char *shard_env = getenv("MORAINE_SEED_SHARD");
+  if (shard_env && (sscanf(shard_env, "%u/%u", &shard, &nshards) != 2 || nshards == 0 ||
+                    shard >= nshards))
+    fail_msg("MORAINE_SEED_SHARD wants I/N with I < N, got '%s'", shard_env);
   for (size_t i = 0; i < sizeof default_seeds / sizeof *default_seeds; i++) {
+    if (i % nshards != shard)
+      continue;
     fprintf(stderr, "seed %llu, %u ops\n", (unsigned long long)default_seeds[i], ops);
     run_seed(default_seeds[i], ops);
   }
