@@ -39,8 +39,18 @@ void catalog_free(catalog *c);
  */
 mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) MR_MUST_CHECK;
 
+/* Longest metadata schema name (PostgreSQL's NAMEDATALEN - 1). */
+#define CATALOG_MAX_SCHEMA 63
+/* The DuckDB schema the catalog's tables live in (DuckLake's METADATA_SCHEMA;
+ * default public): catalog_load creates it and loads into it. Call before
+ * catalog_load. MR_ERR_INVALID for an empty or too long name. */
+mr_status catalog_set_schema(catalog *c, const char *schema, mr_error *err) MR_MUST_CHECK;
+
 /* Registers the commit hooks on the engine (prepare + finished). */
 void catalog_install_hooks(catalog *c);
+/* The hooks catalog_install_hooks registers, for a caller that routes one
+ * engine's commits to several catalogs (one per metadata schema). */
+void catalog_hooks(catalog *c, sql_commit_hooks *out);
 
 /* The prepare hook itself (exposed for tests). */
 mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err);

@@ -900,8 +900,14 @@ static mr_status catalog_size(void *ctx, uint64_t *bytes, mr_error *err) {
   return MR_OK;
 }
 
-void catalog_install_hooks(catalog *c) {
+void catalog_hooks(catalog *c, sql_commit_hooks *out) {
   sql_commit_hooks h = {c, catalog_prepare, catalog_finished, catalog_known_table};
+  *out = h;
+}
+
+void catalog_install_hooks(catalog *c) {
+  sql_commit_hooks h;
+  catalog_hooks(c, &h);
   sql_engine_set_commit_hooks(c->e, &h);
   sql_engine_set_size_fn(c->e, catalog_size, c);
 }

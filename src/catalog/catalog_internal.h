@@ -10,6 +10,7 @@
 struct catalog {
   store *st;
   sql_engine *e;
+  char schema[CATALOG_MAX_SCHEMA + 1]; /* its DuckDB schema; "": public */
 };
 
 /* One parsed column of a CREATE TABLE: name and type text (malloc'd). */

@@ -145,18 +145,53 @@ static mr_status exec(load_ctx *l, const char *sql, mr_error *err) {
   return MR_OK;
 }
 
+/* The catalog's schema, quoted for SQL (malloc'd; NULL: out of memory). */
+static char *quoted_schema(const catalog *c) {
+  return quote_ident(c->schema[0] ? c->schema : "public");
+}
+
+/* fmt with two %s (a, b) into *buf, grown as needed (cap its size). */
+static mr_status asprintf_schema(char **buf, size_t *cap, const char *fmt, const char *a,
+                                 const char *b) {
+  size_t need = strlen(fmt) + strlen(a) + strlen(b) + 1;
+  if (need > *cap) {
+    char *nb = realloc(*buf, need);
+    if (nb == NULL)
+      return MR_ERR_NOMEM;
+    *buf = nb;
+    *cap = need;
+  }
+  snprintf(*buf, *cap, fmt, a, b);
+  return MR_OK;
+}
+
+mr_status catalog_set_schema(catalog *c, const char *schema, mr_error *err) {
+  size_t n = strlen(schema);
+  if (n == 0 || n > CATALOG_MAX_SCHEMA)
+    return mr_fail(err, MR_ERR_INVALID, "catalog: a schema name must have 1 to %d bytes",
+                   CATALOG_MAX_SCHEMA);
+  memcpy(c->schema, schema, n + 1);
+  return MR_OK;
+}
+
 static mr_status create_inline_data(load_ctx *l, const Moraine__V1__InlineDataTable *m,
                                     mr_error *err) {
-  size_t cap = 256;
+  char *qs = quoted_schema(l->c);
+  if (qs == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+  size_t cap = 256 + strlen(qs);
   for (size_t i = 0; i < m->n_column; i++)
     cap += 2 * strlen(m->column[i]->name) + strlen(m->column[i]->type) + 8;
   char *sql = malloc(cap);
-  if (sql == NULL)
+  if (sql == NULL) {
+    free(qs);
     return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+  }
   size_t n = (size_t)snprintf(sql, cap,
-                              "CREATE TABLE IF NOT EXISTS public.ducklake_inlined_data_%lld_%lld("
+                              "CREATE TABLE IF NOT EXISTS %s.ducklake_inlined_data_%lld_%lld("
                               "row_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT",
-                              (long long)m->table_id, (long long)m->schema_version);
+                              qs, (long long)m->table_id, (long long)m->schema_version);
+  free(qs);
   for (size_t i = 0; i < m->n_column; i++) {
     char *q = quote_ident(m->column[i]->name);
     if (q == NULL) {
@@ -204,11 +239,15 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
     return rc;
   }
   case MR_KK_INLINE_DELETE_TABLE: {
-    char sql[192];
+    char sql[512];
+    char *qs = quoted_schema(l->c);
+    if (qs == NULL)
+      return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
     snprintf(sql, sizeof sql,
-             "CREATE TABLE IF NOT EXISTS public.ducklake_inlined_delete_%lld(file_id BIGINT, "
+             "CREATE TABLE IF NOT EXISTS %s.ducklake_inlined_delete_%lld(file_id BIGINT, "
              "row_id BIGINT, begin_snapshot BIGINT)",
-             (long long)k->c[0]);
+             qs, (long long)k->c[0]);
+    free(qs);
     return exec(l, sql, err);
   }
   case MR_KK_INLINE_DELETE_ROW: {
@@ -280,8 +319,34 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
   load_ctx l;
   memset(&l, 0, sizeof l);
   l.c = c;
-  for (size_t i = 0; !rc && i < catalog_table_count(); i++)
-    rc = exec(&l, catalog_table_at(i)->ddl, err);
+  if (c->schema[0] == '\0' || strcmp(c->schema, "public") == 0) {
+    for (size_t i = 0; !rc && i < catalog_table_count(); i++)
+      rc = exec(&l, catalog_table_at(i)->ddl, err);
+  } else { /* another metadata schema: the same DDL, in that schema */
+    char *qs = quoted_schema(c);
+    if (qs == NULL)
+      return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+    char *sql = NULL;
+    size_t cap = 0;
+    static const char prefix[] = "CREATE TABLE public.";
+    if (asprintf_schema(&sql, &cap, "CREATE SCHEMA IF NOT EXISTS %s", qs, "") != MR_OK)
+      rc = mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+    if (!rc)
+      rc = exec(&l, sql, err);
+    for (size_t i = 0; !rc && i < catalog_table_count(); i++) {
+      const char *ddl = catalog_table_at(i)->ddl;
+      if (strncmp(ddl, prefix, sizeof prefix - 1) != 0) {
+        rc = mr_fail(err, MR_ERR_INVALID, "catalog load: unexpected DDL %s", ddl);
+        break;
+      }
+      if (asprintf_schema(&sql, &cap, "CREATE TABLE %s.%s", qs, ddl + sizeof prefix - 1) != MR_OK)
+        rc = mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+      if (!rc)
+        rc = exec(&l, sql, err);
+    }
+    free(sql);
+    free(qs);
+  }
   static const mr_subspace order[] = {MR_SS_SNAPSHOT, MR_SS_CURRENT, MR_SS_HISTORY, MR_SS_INLINE,
                                       MR_SS_SCHEMA_VERSION};
   for (size_t i = 0; !rc && i < sizeof order / sizeof order[0]; i++)
@@ -291,7 +356,8 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
     sql_error se;
     memset(&se, 0, sizeof se);
     if (b->nrows &&
-        sql_engine_load_rows(c->e, "public", b->table, b->ncols, b->nrows, b->vals, &se))
+        sql_engine_load_rows(c->e, c->schema[0] ? c->schema : "public", b->table, b->ncols,
+                             b->nrows, b->vals, &se))
       rc = mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog load: %s: %s", b->table,
                    se.base.msg);
   }

@@ -1,15 +1,18 @@
 /*
- * serve.c — `moraine serve`: parses the serve options, opens the SQL engine
- * and runs the PostgreSQL-protocol server until SIGTERM / SIGINT.
+ * serve.c — `moraine serve`: parses the serve options, opens the catalogs
+ * (registry.h: one store + SQL engine + catalog per database, the default
+ * database's at the store root, others on demand) and runs the
+ * PostgreSQL-protocol server until SIGTERM / SIGINT.
  *
  * Contract: when ready it prints exactly one line
  *   moraine: serving <store> on <host:port>
  * to stderr (flushed); a failure to start exits 1 with one line
- * "moraine: <reason>" (a bad option: exit 2). Start-up order: open the store
- * (a refused or fenced store exits 1), open the SQL engine, claim the port,
- * load the whole retained catalog (catalog_load, logged with its row count
- * and time), install the commit hooks, then accept: the ready line comes
- * only after the load. SIGTERM / SIGINT: stop accepting, let running
+ * "moraine: <reason>" (a bad option: exit 2). Start-up order: claim the
+ * port, open the default database's catalog (its store — a refused or
+ * fenced store exits 1 —, its SQL engine, the whole retained catalog loaded
+ * and logged with its row count and time, the commit hooks), then accept:
+ * the ready line comes only after the load. Other databases' catalogs open
+ * when a client first names them and close when idle, each logged. SIGTERM / SIGINT: stop accepting, let running
  * statements finish (up to --shutdown-timeout), exit 0.
  *
  * Store faults: while the store is failed, reads go on and writes are
@@ -18,7 +21,9 @@
  * store: the server then stops as on SIGTERM and executes itself again with
  * the same arguments (same pid), which reloads the catalog — what PostgreSQL
  * does when its WAL write fails, without its downtime during the outage.
- * Fenced by another writer: stop, exit 3.
+ * Fenced by another writer: stop, exit 3. All of this concerns the default
+ * database's catalog; the others' faults close or reopen just that catalog
+ * (registry.h).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,12 +36,12 @@
 
 #include <openssl/crypto.h>
 
-#include "catalog/catalog.h"
 #include "cli/cli.h"
 #include "mr_version.h"
 #include "pgwire/pg_auth.h"
 #include "pgwire/pg_log.h"
 #include "pgwire/pg_server.h"
+#include "registry/registry.h"
 #include "sql/sql.h"
 
 static const char serve_usage[] =
@@ -47,8 +52,22 @@ static const char serve_usage[] =
     "                     [--memory-limit SIZE] [--engine-threads N]\n"
     "                     [--log-min-duration MS] [--log-commit-phases] [--cache-dir DIR]\n"
     "                     [--tls-cert FILE --tls-key FILE [--tls-required]]\n"
-    "  --store URL           catalog store: file://DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX,\n"
-    "                        az://CONTAINER/PREFIX or memory:// (default file://./moraine-data)\n"
+    "                     [--default-database NAME] [--unknown-databases create|refuse]\n"
+    "                     [--catalog-idle-timeout SECONDS]\n"
+    "  --store URL           catalog store root: file://DIR, s3://BUCKET/PREFIX,\n"
+    "                        gs://BUCKET/PREFIX, az://CONTAINER/PREFIX or memory://\n"
+    "                        (default file://./moraine-data); each database is its own\n"
+    "                        catalog: the default database's at the root itself, any\n"
+    "                        other's under catalogs/ (docs/catalogs.md)\n"
+    "  --default-database NAME\n"
+    "                        the database whose catalog is the store root, opened at\n"
+    "                        start and kept open (default lake)\n"
+    "  --unknown-databases create|refuse\n"
+    "                        a connection to a database with no catalog yet creates an\n"
+    "                        empty one (default), or is refused with 3D000\n"
+    "  --catalog-idle-timeout SECONDS\n"
+    "                        close a catalog (not the default one) this long after its\n"
+    "                        last session ended (default 60)\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
     "  --users-file FILE     users who may connect, each with a role (read or write) and a\n"
     "                        SCRAM-SHA-256 verifier (moraine user add; docs/operations.md);\n"
@@ -204,6 +223,9 @@ int cli_serve(int argc, char **argv) {
   const char *min_duration = NULL;
   const char *engine_threads = "1";
   const char *cache_dir = NULL;
+  const char *default_database = "lake";
+  const char *unknown_databases = "create";
+  const char *idle_timeout = NULL;
   bool log_commit_phases = false, tls_required = false;
   serve_reloadable reloadable = {NULL, NULL};
   const char *tls_cert = NULL, *tls_key = NULL;
@@ -235,6 +257,9 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--cache-dir") == 0        ? &cache_dir
                         : strcmp(a, "--tls-cert") == 0         ? &tls_cert
                         : strcmp(a, "--tls-key") == 0          ? &tls_key
+                        : strcmp(a, "--default-database") == 0 ? &default_database
+                        : strcmp(a, "--unknown-databases") == 0 ? &unknown_databases
+                        : strcmp(a, "--catalog-idle-timeout") == 0 ? &idle_timeout
                                                                : NULL;
     if (slot == NULL) {
       fprintf(stderr, "moraine: serve: unknown option '%s' (see moraine serve --help)\n", a);
@@ -299,6 +324,24 @@ int cli_serve(int argc, char **argv) {
   if (threads < 0) {
     fprintf(stderr, "moraine: serve: --engine-threads wants a number from 1 to 1024, got '%s'\n",
             engine_threads);
+    return 2;
+  }
+  if (default_database[0] == '\0' || strlen(default_database) > CAT_REGISTRY_MAX_NAME) {
+    fprintf(stderr, "moraine: serve: --default-database wants a name of 1 to %d bytes\n",
+            CAT_REGISTRY_MAX_NAME);
+    return 2;
+  }
+  bool no_create = strcmp(unknown_databases, "refuse") == 0;
+  if (!no_create && strcmp(unknown_databases, "create") != 0) {
+    fprintf(stderr, "moraine: serve: --unknown-databases wants create or refuse, got '%s'\n",
+            unknown_databases);
+    return 2;
+  }
+  uint64_t idle_ms = CAT_REGISTRY_DEFAULT_IDLE_MS;
+  if (idle_timeout && (idle_ms = parse_seconds(idle_timeout)) == 0) {
+    fprintf(stderr,
+            "moraine: serve: --catalog-idle-timeout wants seconds (0.001 to 86400), got '%s'\n",
+            idle_timeout);
     return 2;
   }
   pg_log_level level;
@@ -371,56 +414,36 @@ int cli_serve(int argc, char **argv) {
     return 1;
   }
 
-  store *st = NULL;
-  store_options sopts = {.cache_dir = cache_dir};
-  if (store_open(store_url, &sopts, &st, &err) != MR_OK) {
-    fprintf(stderr, "moraine: cannot open the store %s: %s\n", store_url, err.msg);
-    status = 1;
-    goto out;
-  }
-  sql_engine *engine;
-  sql_error serr;
-  sql_engine_options opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")", memory_limit,
-                             (int)threads};
-  if (sql_engine_open(&opts, &engine, &serr) != MR_OK) {
-    fprintf(stderr, "moraine: cannot start the SQL engine: %s\n", serr.base.msg);
-    (void)store_close(st, &err);
-    status = 1;
-    goto out;
-  }
+  /* The default database's catalog opens now (a store that cannot be
+   * opened or loaded fails the start); others open on first use. */
+  cat_registry_config rcfg = {
+      .store_url = store_url,
+      .default_database = default_database,
+      .create = !no_create,
+      .idle_ms = idle_ms,
+      .store_opts = {.cache_dir = cache_dir},
+      .engine_opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")", memory_limit, (int)threads},
+      .default_hooks = {on_fenced, on_reload, NULL},
+  };
   /* Claim the port before the (possibly long) load, so a taken port fails
    * at once with one line; nothing is accepted until pg_server_run. */
+  pg_session_source sessions = {NULL, cat_registry_session_open, cat_registry_session_close};
   cfg.users = users;
+  cfg.sessions = &sessions;
   pg_server *server;
-  if (pg_server_start(&cfg, engine, &server, &err) != MR_OK) {
+  if (pg_server_start(&cfg, NULL, &server, &err) != MR_OK) {
     fprintf(stderr, "moraine: %s\n", err.msg);
-    sql_engine_close(engine);
-    (void)store_close(st, &err);
     status = 1;
     goto out;
   }
-  catalog *cat = NULL;
-  size_t loaded = 0;
-  fprintf(stderr, "moraine: loading the catalog from %s\n", store_url);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (catalog_open(st, engine, &cat, &err) != MR_OK || catalog_load(cat, &loaded, &err) != MR_OK) {
-    fprintf(stderr, "moraine: cannot load the catalog from %s: %s\n", store_url, err.msg);
-    catalog_free(cat);
+  cat_registry *reg = NULL;
+  if (cat_registry_open(&rcfg, &reg, &err) != MR_OK) {
+    fprintf(stderr, "moraine: %s\n", err.msg);
     pg_server_free(server);
-    sql_engine_close(engine);
-    (void)store_close(st, &err);
     status = 1;
     goto out;
   }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  fprintf(stderr, "moraine: loaded %zu catalog rows in %ld ms\n", loaded,
-          (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
-  catalog_install_hooks(cat);
-  store_watch *watch = NULL;
-  store_watch_hooks hooks = {on_fenced, on_reload, NULL};
-  if (store_watch_start(st, 1000, &hooks, &watch, &err) != MR_OK)
-    fprintf(stderr, "moraine: %s (the store is not watched)\n", err.msg);
+  sessions.ctx = reg;
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -438,13 +461,9 @@ int cli_serve(int argc, char **argv) {
   running_server = NULL;
   char listened[300];
   snprintf(listened, sizeof listened, "%s", pg_server_address(server));
-  store_watch_stop(watch);
   pg_server_free(server);
-  sql_engine_set_commit_hooks(engine, NULL);
-  catalog_free(cat);
-  sql_engine_close(engine);
   mr_error cerr;
-  mr_status crc = store_close(st, &cerr);
+  mr_status crc = cat_registry_close(reg, &cerr);
   if (must_reload && !fenced) {
     fprintf(stderr, "moraine: restarting to reload the catalog from the store\n");
     serve_again(argc, argv, listened);

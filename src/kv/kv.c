@@ -139,6 +139,26 @@ mr_status kv_open(const char *url, const kv_open_options *opts, kv_db **out, mr_
   return MR_OK;
 }
 
+mr_status kv_list_folders(const char *url, char **names, mr_error *err) {
+  *names = NULL;
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  char msg[MR_ERROR_MSG_MAX];
+  int rc = sdb_list_folders(url, KV_DEFAULT_DEADLINE_MS, &buf, &len, msg, sizeof msg);
+  if (rc != SDB_OK)
+    return mr_fail(err, status_of(rc), "listing %s: %s", url, msg);
+  char *text = malloc(len + 1);
+  if (text == NULL) {
+    free(buf);
+    return mr_fail(err, MR_ERR_NOMEM, "kv_list_folders: out of memory");
+  }
+  memcpy(text, buf, len);
+  text[len] = '\0';
+  free(buf);
+  *names = text;
+  return MR_OK;
+}
+
 mr_status kv_close(kv_db *db, mr_error *err) {
   if (db == NULL)
     return MR_OK;

@@ -150,6 +150,13 @@ mr_status kv_open(const char *url, const kv_open_options *opts, kv_db **out,
                   mr_error *err) MR_MUST_CHECK;
 
 /*
+ * The names of the folders directly under url (a store URL as above; no
+ * store is opened): *names gets them, each followed by '\n', NUL-terminated
+ * (kv_free). An empty text when there are none. Within the open deadline.
+ */
+mr_status kv_list_folders(const char *url, char **names, mr_error *err) MR_MUST_CHECK;
+
+/*
  * Closes db (a writer first flushes its memtable) and frees it, whatever
  * the status — except MR_ERR_INVALID for open children, which leaves db
  * untouched. db may be NULL.

@@ -84,6 +84,7 @@ typedef struct conn {
   pg_reader in;
   pg_buf out;
   sql_session *session;
+  void *session_handle; /* the session source's, for its close */
   named_stmt *stmts;
   portal *portals;
   bool io_failed; /* the socket failed: stop at the next check */
@@ -1063,7 +1064,10 @@ static bool open_session(conn *c) {
     return false;
   c->in.max_message = a->max_message;
   sql_error e;
-  if (sql_session_open(a->engine, c->user, c->database, &c->session, &e) != MR_OK) {
+  mr_status orc = a->sessions ? a->sessions->open(a->sessions->ctx, c->user, c->database,
+                                                  &c->session, &c->session_handle, &e)
+                              : sql_session_open(a->engine, c->user, c->database, &c->session, &e);
+  if (orc != MR_OK) {
     pg_log(PG_LOG_WARN, "connection from %s (user \"%s\"): cannot open a session: %s", a->peer,
            c->user, e.base.msg);
     send_error(c, "FATAL", e.sqlstate, e.base.msg);
@@ -1138,7 +1142,10 @@ done:
     free(s->name);
     free(s);
   }
-  sql_session_close(c->session); /* frees the prepared statements too */
+  if (c->session && a->sessions) /* frees the prepared statements too */
+    a->sessions->close(a->sessions->ctx, c->session, c->session_handle);
+  else
+    sql_session_close(c->session);
   pg_buf_free(&c->out);
   pg_io_end_tls(&c->io);
   free(c);

@@ -243,6 +243,7 @@ static void accept_one(pg_server *s) {
   cs->args.entry = e;
   cs->args.engine = s->engine;
   cs->args.users = s->cfg.users;
+  cs->args.sessions = s->cfg.sessions;
   cs->args.max_message = s->cfg.max_message;
   cs->args.auth_timeout_ms = s->cfg.auth_timeout_ms;
   cs->args.auth_fail_delay_ms = s->cfg.auth_fail_delay_ms;

@@ -27,6 +27,21 @@
 
 typedef struct pg_server pg_server;
 
+/*
+ * Where sessions come from when a server serves many catalogs: open gets the
+ * startup packet's user and database and returns a session (and an opaque
+ * handle given back to close); a refusal's sql_error reaches the client as
+ * FATAL (e.g. 3D000 for a database that does not exist). close ends the
+ * session and releases what open took. Both are called from connection
+ * threads, concurrently.
+ */
+typedef struct pg_session_source {
+  void *ctx;
+  mr_status (*open)(void *ctx, const char *user, const char *database, sql_session **out,
+                    void **handle, sql_error *err);
+  void (*close)(void *ctx, sql_session *session, void *handle);
+} pg_session_source;
+
 typedef struct pg_server_config {
   const char *host;             /* numeric IPv4/IPv6 address or a name */
   const char *port;             /* "0" picks a free port */
@@ -41,6 +56,8 @@ typedef struct pg_server_config {
   bool log_commit_phases;       /* log where each commit's time went */
   pg_tls *tls;                  /* certificate for SSLRequest, or NULL: answer 'N' */
   bool tls_required;            /* refuse connections that did not negotiate TLS */
+  const pg_session_source *sessions; /* NULL: every session on the engine given
+                                      * to pg_server_start */
 } pg_server_config;
 
 /* Zero in a config field means its default. */
@@ -54,6 +71,7 @@ typedef struct pg_server_config {
  * max(PG_MIN_PENDING, max_connections) at once; more are refused at accept. */
 #define PG_MIN_PENDING 64
 
+/* engine may be NULL when cfg->sessions is set. */
 mr_status pg_server_start(const pg_server_config *cfg, sql_engine *engine, pg_server **out,
                           mr_error *err) MR_MUST_CHECK;
 /* "host:port" as bound (the real port when 0 was asked). Valid until free. */
@@ -76,6 +94,7 @@ typedef struct pg_conn_args {
   pg_entry *entry; /* this connection in the registry */
   sql_engine *engine;
   pg_users *users; /* NULL: trust (everyone writes) */
+  const pg_session_source *sessions; /* or NULL: sessions on engine */
   size_t max_message;
   uint64_t auth_timeout_ms; /* for the log line when it passes */
   uint64_t auth_fail_delay_ms;

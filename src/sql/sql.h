@@ -98,7 +98,8 @@ typedef enum sql_change_op {
 typedef struct sql_change_batch {
   sql_change_op op;
   const char *sql;    /* DDL only: the statement as DuckDB ran it */
-  const char *schema; /* row batches: target table */
+  const char *schema; /* row batches: target table's schema; DDL: the schema it
+                       * creates or changes in ("public" when unqualified) */
   const char *table;
   size_t ncols; /* columns of the table, in table order */
   const char *const *col_names;

@@ -48,13 +48,14 @@ static sql_change_batch *new_batch(sql_capture *c) {
   return b;
 }
 
-mr_status sql_capture_ddl(sql_capture *c, const char *sql, sql_error *err) {
+mr_status sql_capture_ddl(sql_capture *c, const char *sql, const char *schema, sql_error *err) {
   sql_change_batch *b = new_batch(c);
   if (b == NULL)
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   b->op = SQL_CHANGE_DDL;
   b->sql = sql_strdup(sql);
-  if (b->sql == NULL)
+  b->schema = sql_strdup(schema);
+  if (b->sql == NULL || b->schema == NULL)
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   return MR_OK;
 }

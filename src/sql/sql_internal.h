@@ -89,7 +89,8 @@ void sql_shapes_clear(sql_shapes *cache);
  * RETURNING list; *count gets the number of rows changed. */
 mr_status sql_capture_result(sql_capture *c, const sql_shape *shape, int op, duckdb_result *r,
                              uint64_t *count, sql_error *err) MR_MUST_CHECK;
-mr_status sql_capture_ddl(sql_capture *c, const char *sql, sql_error *err) MR_MUST_CHECK;
+mr_status sql_capture_ddl(sql_capture *c, const char *sql, const char *schema,
+                          sql_error *err) MR_MUST_CHECK;
 sql_changes sql_capture_view(const sql_capture *c);
 
 /* ---- sessions (sql_session.c) ------------------------------------------ */

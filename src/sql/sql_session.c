@@ -653,7 +653,11 @@ static mr_status run_ddl(sql_session *s, const sql_plan *pl, char *sql, const sq
     atomic_fetch_add(&s->e->ddl_gen, 1);
   }
   if (rc == MR_OK && !temp)
-    rc = sql_capture_ddl(&s->cap, sql, err);
+    rc = sql_capture_ddl(&s->cap, sql,
+                         d->kind == SQL_DDL_CREATE_SCHEMA ? d->name
+                         : d->schema                      ? d->schema
+                                                          : "public",
+                         err);
   if (rc == MR_OK && d->kind == SQL_DDL_CREATE_TEMP)
     rc = temp_add(s, d->name, d->on_commit_drop, err);
   if (rc == MR_OK && d->kind == SQL_DDL_DROP_TABLE && temp)

@@ -245,7 +245,9 @@ def raw_rows(con, schema, tables):
 def attach(side):
     con = connect()
     if "server" in side:
-        con.execute(f"ATTACH 'ducklake:postgres:{side['server'].dsn()}' AS lake (DATA_PATH '{side['data']}')")
+        dsn = side["server"].dsn(**({"dbname": side["dbname"]} if side.get("dbname") else {}))
+        ms = f", METADATA_SCHEMA '{side['schema']}'" if side.get("schema") else ""
+        con.execute(f"ATTACH 'ducklake:postgres:{dsn}' AS lake (DATA_PATH '{side['data']}'{ms})")
     else:
         con.execute(f"ATTACH 'ducklake:{side['file']}' AS lake (DATA_PATH '{side['data']}')")
     return con
@@ -266,9 +268,14 @@ def run(con, stmt, side):
     return ("ok", len(res))
 
 
-def differential(tmp_path, name, store=None, env=None):
+def differential(tmp_path, name, store=None, env=None, dbname=None, schema=None):
     """store: moraine's store URL (default a temp folder); env: the
-    variables it needs (an object store's endpoint and credentials)."""
+    variables it needs (an object store's endpoint and credentials);
+    dbname: run on that database's catalog instead of the default one,
+    with the default catalog holding other tables and snapshots beside it
+    (none of which may show in the compared metadata rows); schema: the
+    same with DuckLake's METADATA_SCHEMA (a catalog of its own too)."""
+    mschema = schema or "public"
     feature = FEATURES[name]
     ref = {"file": tmp_path / "ref.ducklake", "data": tmp_path / "ref-data", "tmp": tmp_path / "ref-tmp"}
     mor = {"data": tmp_path / "mor-data", "tmp": tmp_path / "mor-tmp",
@@ -276,6 +283,13 @@ def differential(tmp_path, name, store=None, env=None):
     for side in (ref, mor):
         side["tmp"].mkdir()
     mor["server"] = Server("--store", mor["store"], env=env)
+    if dbname or schema:
+        mor["dbname"], mor["schema"] = dbname, schema
+        beside = dict(mor, dbname=None, schema=None, data=tmp_path / "beside-data")
+        bcon = attach(beside)
+        bcon.execute("CREATE TABLE lake.beside(i INTEGER)")
+        bcon.execute("INSERT INTO lake.beside VALUES (1), (2)")
+        bcon.close()
     try:
         rcon, mcon = attach(ref), attach(mor)
         for i, stmt in enumerate(feature["steps"]):
@@ -286,7 +300,7 @@ def differential(tmp_path, name, store=None, env=None):
             got = _norm(state(mcon, feature), mor)
             assert got == expected, f"after step {i} {stmt!r}"
             tables = metadata_tables(rcon, "main")
-            assert _norm(raw_rows(mcon, "public", tables), mor) == _norm(raw_rows(rcon, "main", tables), ref), \
+            assert _norm(raw_rows(mcon, mschema, tables), mor) == _norm(raw_rows(rcon, "main", tables), ref), \
                 f"metadata rows after step {i} {stmt!r}"
         raw = _norm(raw_rows(rcon, "main", tables), ref)
         # not vacuous: every fixed metadata table answered on the reference
@@ -297,11 +311,17 @@ def differential(tmp_path, name, store=None, env=None):
         assert mor["server"].stop() == 0
     # the catalog comes back from the store
     mor["server"] = Server("--store", mor["store"], env=env)
+    if dbname or schema:  # and the default catalog kept its own
+        beside = dict(mor, dbname=None, schema=None, data=tmp_path / "beside-data")
+        bcon = attach(beside)
+        assert bcon.execute("SELECT i FROM lake.beside ORDER BY i").fetchall() == [(1,), (2,)]
+        assert "t" not in [r[0] for r in bcon.execute("SHOW TABLES FROM lake").fetchall()]
+        bcon.close()
     try:
         mcon = attach(mor)
         got = _norm(state(mcon, feature), mor)
         assert got == expected, "after restart"
-        assert _norm(raw_rows(mcon, "public", tables), mor) == raw, "metadata rows after restart"
+        assert _norm(raw_rows(mcon, mschema, tables), mor) == raw, "metadata rows after restart"
         # and it is still writable after the load
         mcon.execute("CREATE TABLE lake.after_restart(i INTEGER)")
         mcon.execute("INSERT INTO lake.after_restart VALUES (1)")
@@ -316,3 +336,17 @@ def differential(tmp_path, name, store=None, env=None):
     for n in FEATURES])
 def test_feature_matches_file_catalog(tmp_path, name):
     differential(tmp_path, name)
+
+
+@pytest.mark.parametrize("name", ["create_schema_table_view_macro", "update", "partitioning"])
+def test_feature_matches_file_catalog_in_a_second_catalog(tmp_path, name):
+    """The same lockstep on a second database's catalog (its own store under
+    the root's catalogs/), beside a default catalog with its own tables."""
+    differential(tmp_path, name, dbname="lake2")
+
+
+@pytest.mark.parametrize("name", ["insert_inlined", "delete"])
+def test_feature_matches_file_catalog_in_a_metadata_schema(tmp_path, name):
+    """The same lockstep with METADATA_SCHEMA 'meta_s2' on the default
+    database: that schema's own catalog and store, beside public's."""
+    differential(tmp_path, name, schema="meta_s2")

@@ -304,3 +304,44 @@ if os.environ.get("MORAINE_S3_DIFFERENTIAL") == "all":
     for n in S3_GROUPS])
 def test_feature_matches_file_catalog_on_s3(s3, tmp_path, name):
     test_differential.differential(tmp_path, name, store=fresh(s3), env=s3.env)
+
+
+# ---- many catalogs -----------------------------------------------------------
+
+def test_many_catalogs_on_each_cloud(cloud, tmp_path):
+    """Another database and another METADATA_SCHEMA beside the default
+    catalog, each its own store under the prefix's catalogs/, found again
+    after a restart (the metadata schema by one LIST of catalogs/lake/)."""
+    store = fresh(cloud)
+
+    def open_all(server):
+        out = []
+        for alias, dbname, schema in (("a", "lake", None), ("b", "lake2", None), ("c", "lake", "ms")):
+            duck = connect()
+            extra = f", METADATA_SCHEMA '{schema}'" if schema else ""
+            duck.execute(f"ATTACH 'ducklake:postgres:{server.dsn(dbname=dbname)}' AS {alias} "
+                         f"(DATA_PATH '{tmp_path}/{alias}/'{extra})")
+            out.append(duck)
+        return out
+
+    server = Server("--store", store, env=cloud.env)
+    try:
+        ducks = open_all(server)
+        for duck, alias in zip(ducks, "abc"):
+            duck.execute(f"CREATE TABLE {alias}.t_{alias}(i INTEGER)")
+            duck.execute(f"INSERT INTO {alias}.t_{alias} VALUES (1)")
+        for duck in ducks:
+            duck.close()
+    finally:
+        assert server.stop() == 0
+    server = Server("--store", store, env=cloud.env)
+    try:
+        ducks = open_all(server)
+        for duck, alias in zip(ducks, "abc"):
+            assert rows(duck, f"SHOW TABLES FROM {alias}") == [(f"t_{alias}",)]
+            duck.execute(f"INSERT INTO {alias}.t_{alias} VALUES (2)")
+            assert rows(duck, f"SELECT count(*) FROM {alias}.t_{alias}") == [(2,)]
+            duck.close()
+    finally:
+        assert server.stop() == 0
+    assert 'metadata schemas public, "ms"' in server.log(), server.log()

@@ -61,6 +61,12 @@ typedef struct sdb_snapshot sdb_snapshot;
 typedef struct sdb_txn sdb_txn;
 
 int sdb_open(const sdb_open_args *args, sdb_db **out, char *msg, size_t cap);
+/* The names of the folders directly under the store url (no store opened),
+ * each followed by '\n', as a malloc'd buffer (*out, *len; free()) — for
+ * finding the stores kept beside each other under one root. deadline_ms 0:
+ * none. */
+int sdb_list_folders(const char *url, uint32_t deadline_ms, uint8_t **out, size_t *len, char *msg,
+                     size_t cap);
 /* Closes and frees db whatever the result. */
 int sdb_close(sdb_db *db, char *msg, size_t cap);
 int sdb_flush(sdb_db *db, char *msg, size_t cap);

@@ -568,6 +568,33 @@ static void bad_urls_are_invalid(void **state) {
   assert_null(db);
 }
 
+/* The folders under a url: the stores kept side by side under one root. */
+static void list_folders_names_the_stores_under_a_root(void **state) {
+  (void)state;
+  char root[4200], url[4300];
+  store_url(root, sizeof root, "listed");
+  mr_error err;
+  for (int i = 0; i < 2; i++) {
+    snprintf(url, sizeof url, "%s/%s", root, i ? "b_2" : "a-41");
+    kv_db *db = open_or_die(url, NULL);
+    close_or_die(db);
+  }
+  char *names = NULL;
+  assert_int_equal(kv_list_folders(root, &names, &err), MR_OK);
+  /* the order is the object store's; either way both, each one line */
+  assert_true(strcmp(names, "a-41\nb_2\n") == 0 || strcmp(names, "b_2\na-41\n") == 0);
+  kv_free(names);
+  snprintf(url, sizeof url, "%s/a-41", root); /* a store: its own folders */
+  assert_int_equal(kv_list_folders(url, &names, &err), MR_OK);
+  assert_non_null(strstr(names, "manifest\n"));
+  kv_free(names);
+  assert_int_equal(kv_list_folders("memory://nothing-here", &names, &err), MR_OK);
+  assert_string_equal(names, "");
+  kv_free(names);
+  assert_int_equal(kv_list_folders("bogus://x", &names, &err), MR_ERR_INVALID);
+  assert_null(names);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(get_put_delete),
@@ -584,6 +611,7 @@ int main(void) {
       cmocka_unit_test(close_refuses_while_children_open),
       cmocka_unit_test(stats_count_keys_returned),
       cmocka_unit_test(bad_urls_are_invalid),
+      cmocka_unit_test(list_folders_names_the_stores_under_a_root),
   };
   return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }

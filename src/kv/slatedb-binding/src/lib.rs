@@ -760,6 +760,48 @@ pub unsafe extern "C" fn sdb_open(
     })
 }
 
+/// The folders directly under a store url, '\n'-terminated names in one
+/// malloc'd buffer: one LIST with a delimiter, through the quick-failing
+/// client for object stores. Opens no store.
+#[no_mangle]
+pub unsafe extern "C" fn sdb_list_folders(
+    url: *const c_char,
+    deadline_ms: u32,
+    out: *mut *mut u8,
+    len: *mut usize,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        if url.is_null() {
+            return Err(invalid("null store url"));
+        }
+        let url = CStr::from_ptr(url)
+            .to_str()
+            .map_err(|_| invalid("store url is not UTF-8"))?;
+        let deadline = (deadline_ms > 0).then(|| Duration::from_millis(deadline_ms as u64));
+        let Resolved { store, path, probe } = resolve_store(url, deadline)?;
+        let client = probe.unwrap_or(store);
+        let rt = new_runtime()?;
+        let listed = within(&rt, deadline, "listing the store", async {
+            client.list_with_delimiter(Some(&path)).await.map_err(|e| {
+                fail(
+                    SDB_UNAVAILABLE,
+                    format!("cannot list {url}: {}", one_line(&e.to_string())),
+                )
+            })
+        })?;
+        let mut text = String::new();
+        for p in &listed.common_prefixes {
+            if let Some(name) = p.filename() {
+                text.push_str(name);
+                text.push('\n');
+            }
+        }
+        give_value(Some(Bytes::from(text)), out, len)
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn sdb_close(db: *mut SdbDb, msg: *mut c_char, cap: usize) -> i32 {
     if db.is_null() {
