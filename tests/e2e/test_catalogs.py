@@ -20,6 +20,7 @@ import pytest
 
 from conftest import connect
 from test_faults import DEADLINE_S, fill, small_disk  # noqa: F401 (a fixture)
+from test_front_limits import rss_kib
 from test_pg_front import Server
 
 
@@ -35,14 +36,6 @@ def tables(duck):
 
 def snapshots(duck):
     return [r[0] for r in duck.execute("SELECT snapshot_id FROM lake.snapshots() ORDER BY 1").fetchall()]
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def test_two_databases_side_by_side_writers_on_both(tmp_path):

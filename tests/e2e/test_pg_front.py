@@ -56,6 +56,13 @@ class Server:
         for line in self.proc.stderr:
             self.lines.append(line.rstrip("\n"))
 
+    def wait_log(self, text, timeout=10):
+        """True once text appears in the log, False after timeout seconds."""
+        deadline = time.time() + timeout
+        while time.time() < deadline and text not in self.log():
+            time.sleep(0.05)
+        return text in self.log()
+
     def log(self):
         """The server's stderr so far (all of it once the process ended)."""
         if self.proc.poll() is not None:

@@ -22,13 +22,6 @@ def user_add(path, name, role, password, *extra):
     assert password not in path.read_text()
 
 
-def wait_log(server, text, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline and text not in server.log():
-        time.sleep(0.05)
-    return text in server.log()
-
-
 @pytest.fixture
 def lake(tmp_path):
     users = tmp_path / "users"
@@ -66,7 +59,7 @@ def test_read_user_reads_and_time_travels_but_cannot_write(lake):
     # nothing changed: the writer sees its own two rows and no new snapshot
     assert bob.execute("SELECT count(*) FROM lake.t").fetchone() == (2,)
     assert bob.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0] == versions[-1]
-    assert wait_log(s, "refused (42501) a write by user \"alice\" (role read)")
+    assert s.wait_log("refused (42501) a write by user \"alice\" (role read)")
     opened = [l for l in s.lines if "opened from" in l and '"alice"' in l]
     assert opened and all(l.endswith("no TLS, role read") for l in opened)
 
@@ -107,7 +100,7 @@ def test_wrong_password_and_unknown_user_look_the_same(lake):
         assert time.time() - t0 >= 0.9  # refused only after the delay
         errors.append(str(failed.value).replace(user, "USER"))
     assert errors[0] == errors[1] and "password authentication failed" in errors[0]
-    assert wait_log(s, "authentication failed for user \"mallory\"")
+    assert s.wait_log("authentication failed for user \"mallory\"")
     assert "no such user" in [l for l in s.lines if '"mallory"' in l][0]
 
 
@@ -118,7 +111,7 @@ def test_sighup_reloads_the_users_file(lake):
     user_add(users, "carol", "read", "carol-pw")
     user_add(users, "alice", "write", "alice-new")  # a role and password change
     s.proc.send_signal(signal.SIGHUP)
-    assert wait_log(s, "SIGHUP: users file reloaded")
+    assert s.wait_log("SIGHUP: users file reloaded")
     with psycopg.connect(s.dsn(user="carol", password="carol-pw"), autocommit=True) as con:
         with pytest.raises(psycopg.Error) as refused:
             con.execute("INSERT INTO ducklake_metadata VALUES ('c', 'v', NULL, NULL)")
@@ -128,7 +121,7 @@ def test_sighup_reloads_the_users_file(lake):
     # a broken file keeps the users loaded before
     users.write_text("broken\n")
     s.proc.send_signal(signal.SIGHUP)
-    assert wait_log(s, "users file reload failed")
+    assert s.wait_log("users file reload failed")
     psycopg.connect(s.dsn(user="carol", password="carol-pw")).close()
 
 
@@ -136,11 +129,11 @@ def test_database_grants(lake):
     s, users = lake["server"], lake["users"]
     user_add(users, "dora", "read", "dora-pw", "--databases", "lake,archive")
     s.proc.send_signal(signal.SIGHUP)
-    assert wait_log(s, "SIGHUP: users file reloaded")
+    assert s.wait_log("SIGHUP: users file reloaded")
     psycopg.connect(s.dsn(user="dora", password="dora-pw", dbname="lake")).close()
     with pytest.raises(psycopg.OperationalError, match='permission denied for database "other"'):
         psycopg.connect(s.dsn(user="dora", password="dora-pw", dbname="other"))
-    assert wait_log(s, 'user "dora" may not use database "other"')
+    assert s.wait_log('user "dora" may not use database "other"')
     assert "dora read SCRAM-SHA-256$" in users.read_text()
     assert users.read_text().count(" lake,archive\n") == 1
 

@@ -9,7 +9,6 @@ import socket
 import ssl
 import struct
 import subprocess
-import time
 
 import psycopg
 import pytest
@@ -195,10 +194,7 @@ def test_tls_required_refuses_plain_connections(certs):
         assert "TLS connections only" in str(refused.value)
         with psycopg.connect(s.dsn(sslmode="require"), autocommit=True) as con:
             assert con.execute("SELECT 1").fetchone() == (1,)
-        deadline = time.time() + 10
-        while time.time() < deadline and "refused: no TLS" not in s.log():
-            time.sleep(0.05)
-        assert "refused: no TLS" in s.log()
+        assert s.wait_log("refused: no TLS")
     finally:
         assert s.stop() == 0
 
@@ -214,20 +210,14 @@ def test_sighup_reloads_the_certificate(certs):
             os.replace(cert, certs["cert"])
             os.replace(key, certs["key"])
             s.proc.send_signal(signal.SIGHUP)
-            deadline = time.time() + 10
-            while time.time() < deadline and "TLS certificate and key reloaded" not in s.log():
-                time.sleep(0.05)
-            assert "TLS certificate and key reloaded" in s.log()
+            assert s.wait_log("TLS certificate and key reloaded")
             assert served_cert_der(s) == file_der(certs["cert"]) != first
             # the established connection goes on
             assert kept.execute("SELECT 2").fetchone() == (2,)
         # a broken file on reload keeps the current certificate
         certs["key"].write_text("not a key\n")
         s.proc.send_signal(signal.SIGHUP)
-        deadline = time.time() + 10
-        while time.time() < deadline and "TLS reload failed" not in s.log():
-            time.sleep(0.05)
-        assert "TLS reload failed" in s.log()
+        assert s.wait_log("TLS reload failed")
         assert served_cert_der(s) == file_der(certs["cert"])
     finally:
         assert s.stop() == 0
