@@ -29,6 +29,8 @@ typedef struct pg_user {
 static bool in_list(const char *list, const char *database) {
   if (list[0] == '\0')
     return true;
+  if (database[0] == '\0' || strchr(database, ',') != NULL)
+    return false; /* "a,b" would match across two granted names */
   size_t n = strlen(database);
   for (const char *p = strstr(list, database); p; p = strstr(p + 1, database))
     if (p > list && p[-1] == ',' && p[n] == ',')

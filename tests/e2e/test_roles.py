@@ -133,6 +133,9 @@ def test_database_grants(lake):
     psycopg.connect(s.dsn(user="dora", password="dora-pw", dbname="lake")).close()
     with pytest.raises(psycopg.OperationalError, match='permission denied for database "other"'):
         psycopg.connect(s.dsn(user="dora", password="dora-pw", dbname="other"))
+    # a name spanning two grants is neither of them
+    with pytest.raises(psycopg.OperationalError, match="permission denied for database"):
+        psycopg.connect(s.dsn(user="dora", password="dora-pw", dbname="lake,archive"))
     assert s.wait_log('user "dora" may not use database "other"')
     assert "dora read SCRAM-SHA-256$" in users.read_text()
     assert users.read_text().count(" lake,archive\n") == 1

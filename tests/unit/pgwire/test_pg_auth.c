@@ -187,6 +187,8 @@ static void users_file(void **state) {
   assert_true(pg_users_may_use(u, "carol", "lake2"));
   assert_false(pg_users_may_use(u, "carol", "lak"));
   assert_false(pg_users_may_use(u, "carol", "other"));
+  assert_false(pg_users_may_use(u, "carol", "lake,lake2")); /* a hostile dbname */
+  assert_false(pg_users_may_use(u, "carol", ""));
   assert_true(pg_users_may_use(u, "alice", "other"));
   assert_false(pg_users_may_use(u, "mallory", "lake"));
   assert_int_equal(pg_users_file_set(path, "dan", PG_ROLE_READ, &carol, "a,,b", &err),
