@@ -389,13 +389,20 @@ static void rollback_txn(sql_session *s) {
 }
 
 /* The read role's refusal of a write (logged once per statement). */
-static mr_status role_refuses(sql_session *s, const char *sql, sql_error *err) {
-  char head[61]; /* the statement's start, one line (no control characters) */
+/* The start of text, at most cap - 1 bytes, on one line (a client chose
+ * it: no control character reaches the log). */
+static void one_line_head(const char *text, char *out, size_t cap) {
   size_t n = 0;
-  for (; n < sizeof head - 1 && sql[n]; n++)
-    head[n] = (unsigned char)sql[n] < 0x20 ? ' ' : sql[n];
-  head[n] = '\0';
-  fprintf(stderr, "moraine: refused (42501) a write by user \"%s\" (role read): %s\n", s->user,
+  for (; n < cap - 1 && text[n]; n++)
+    out[n] = (unsigned char)text[n] < 0x20 ? ' ' : text[n];
+  out[n] = '\0';
+}
+
+static mr_status role_refuses(sql_session *s, const char *sql, sql_error *err) {
+  char head[61], user[129];
+  one_line_head(sql, head, sizeof head);
+  one_line_head(s->user, user, sizeof user);
+  fprintf(stderr, "moraine: refused (42501) a write by user \"%s\" (role read): %s\n", user,
           head);
   return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INSUFFICIENT_PRIVILEGE,
                   "permission denied: user \"%s\" may read this catalog, not write it", s->user);
