@@ -124,6 +124,9 @@ mr_status kv_open(const char *url, const kv_open_options *opts, kv_db **out, mr_
       .poll_ms = o.poll_ms,
       .deadline_ms = o.deadline_ms ? o.deadline_ms : KV_DEFAULT_DEADLINE_MS,
       .cache_dir = o.cache_dir,
+      .l0_sst_bytes = o.l0_sst_bytes ? o.l0_sst_bytes : KV_DEFAULT_L0_SST_BYTES,
+      .gc_interval_ms = o.gc_interval_ms ? o.gc_interval_ms : KV_DEFAULT_GC_INTERVAL_MS,
+      .gc_min_age_ms = o.gc_min_age_ms ? o.gc_min_age_ms : KV_DEFAULT_GC_MIN_AGE_MS,
   };
   kv_db *db = calloc(1, sizeof *db);
   if (db == NULL)
@@ -183,6 +186,11 @@ mr_status kv_flush(kv_db *db, mr_error *err) {
 mr_status kv_sync(kv_db *db, mr_error *err) {
   char msg[MR_ERROR_MSG_MAX];
   return done(sdb_sync(db->h, msg, sizeof msg), msg, "kv_sync", err);
+}
+
+mr_status kv_usage(kv_db *db, uint64_t *objects, uint64_t *bytes, mr_error *err) {
+  char msg[MR_ERROR_MSG_MAX];
+  return done(sdb_usage(db->h, objects, bytes, msg, sizeof msg), msg, "kv_usage", err);
 }
 
 mr_status kv_refresh(kv_db *db, mr_error *err) {

@@ -125,7 +125,29 @@ typedef struct kv_open_options {
                                       are kept in this local folder (created if
                                       missing, up to 1 GiB) for later reads and
                                       restarts; NULL = no cache */
+  uint32_t l0_sst_bytes;           /* writer: the memtable becomes an L0 SST at this
+                                      size; 0 = KV_DEFAULT_L0_SST_BYTES */
+  uint32_t gc_interval_ms;         /* writer: garbage collector period;
+                                      0 = KV_DEFAULT_GC_INTERVAL_MS */
+  uint32_t gc_min_age_ms;          /* writer: an object nothing references is
+                                      deleted once this old (it must outlast the
+                                      longest compaction and reader refresh);
+                                      0 = KV_DEFAULT_GC_MIN_AGE_MS */
 } kv_open_options;
+
+/* A catalog writes one small WAL object per commit (about 1 KiB of memtable
+ * for a single-row DuckLake commit). At SlateDB's default of 64 MiB (or 4096
+ * WAL writes, its floor) every WAL object of thousands of commits is kept
+ * and replayed at open; at 256 KiB the memtable becomes an L0 SST every few
+ * hundred commits and the WAL objects before it can go. */
+#define KV_DEFAULT_L0_SST_BYTES (256u * 1024u)
+/* SlateDB's own defaults, chosen here on purpose: unreferenced manifests,
+ * WAL objects, SSTs and compaction records older than 5 min go every 60 s.
+ * SlateDB's compactor also pins what each merge replaced with a 15-minute
+ * checkpoint (fixed in SlateDB 0.14), so space a merge freed is back within
+ * about 21 minutes (docs/operations.md, "Space"). */
+#define KV_DEFAULT_GC_INTERVAL_MS 60000
+#define KV_DEFAULT_GC_MIN_AGE_MS 300000
 
 /* The default deadline of kv_open and kv_write. A write that misses it may
  * still land later: the caller must treat the store as in doubt. */
@@ -180,6 +202,10 @@ mr_status kv_flush(kv_db *db, mr_error *err) MR_MUST_CHECK;
  * taken: a durable read then tells which. MR_ERR_INVALID on a reader.
  */
 mr_status kv_sync(kv_db *db, mr_error *err) MR_MUST_CHECK;
+
+/* The objects under the store's root and their total bytes (one LIST per
+ * folder, within the open's deadline): the store's footprint right now. */
+mr_status kv_usage(kv_db *db, uint64_t *objects, uint64_t *bytes, mr_error *err) MR_MUST_CHECK;
 
 /*
  * Reader: catches up now with everything the writer has made durable, by

@@ -52,7 +52,13 @@ typedef struct sdb_open_args {
                             not done by then; 0 = no deadline */
   const char *cache_dir; /* SlateDB's object-store read cache in this local
                             folder (created if missing); NULL = none */
+  uint32_t l0_sst_bytes;    /* writer: the memtable becomes an L0 SST at this
+                               size; 0 = SlateDB default */
+  uint32_t gc_interval_ms;  /* writer: garbage collector period; 0 = default */
+  uint32_t gc_min_age_ms;   /* writer: an unreferenced object this old goes;
+                               0 = SlateDB default */
 } sdb_open_args;
+
 
 typedef struct sdb_db sdb_db;
 typedef struct sdb_iter sdb_iter;
@@ -71,6 +77,8 @@ int sdb_list_folders(const char *url, uint32_t deadline_ms, uint8_t **out, size_
 int sdb_close(sdb_db *db, char *msg, size_t cap);
 int sdb_flush(sdb_db *db, char *msg, size_t cap);
 int sdb_sync(sdb_db *db, char *msg, size_t cap);
+/* Objects under the store's path and their total bytes. */
+int sdb_usage(sdb_db *db, uint64_t *objects, uint64_t *bytes, char *msg, size_t cap);
 int sdb_refresh(sdb_db *db, char *msg, size_t cap);
 
 /*

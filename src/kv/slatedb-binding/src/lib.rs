@@ -22,6 +22,8 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
+
+mod local_update;
 use object_store::aws::AmazonS3Builder;
 use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
@@ -30,8 +32,9 @@ use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, RetryConfig};
 use slatedb::config::{
-    DbReaderOptions, DurabilityLevel, FlushOptions, FlushType, ObjectStoreCacheOptions,
-    ReadOptions, ScanOptions, Settings, WriteOptions,
+    CompactorOptions, DbReaderOptions, DurabilityLevel, FlushOptions, FlushType, GarbageCollectorDirectoryOptions,
+    GarbageCollectorOptions, ObjectStoreCacheOptions, ReadOptions, ScanOptions, Settings,
+    WriteOptions,
 };
 use slatedb::{
     CloseReason, Db, DbIterator, DbReader, DbSnapshot, DbTransaction, ErrorKind, IsolationLevel,
@@ -326,7 +329,7 @@ fn resolve_store(url: &str, deadline: Option<Duration>) -> Res<Resolved> {
                 )
             })?
             .with_fsync(true);
-        return Ok(local(Arc::new(fs)));
+        return Ok(local(Arc::new(local_update::LocalUpdateStore::new(fs, dir))));
     }
     if let Some(name) = url.strip_prefix("memory://") {
         let store: Arc<dyn ObjectStore> = if name.is_empty() {
@@ -487,6 +490,10 @@ pub struct SdbDb {
     rt: Arc<Runtime>,
     store: Store,
     deadline: Option<Duration>,
+    /// The object store and path the handle was opened on: for listing its
+    /// objects (usage) and for the admin client that submits compactions.
+    objects: Arc<dyn ObjectStore>,
+    path: Path,
 }
 
 /// Runs `fut` on `rt`, failing with SDB_TIMEOUT when `deadline` passes first:
@@ -538,6 +545,9 @@ pub struct SdbOpenArgs {
     poll_ms: u32,
     deadline_ms: u32,
     cache_dir: *const c_char,
+    l0_sst_bytes: u32,
+    gc_interval_ms: u32,
+    gc_min_age_ms: u32,
 }
 
 /// Writer reads see only durable data: a batch still waiting for its WAL
@@ -557,7 +567,46 @@ fn durable_write() -> WriteOptions {
     }
 }
 
+/// SlateDB's log lines on stderr, as moraine's own: "moraine: slatedb:
+/// LEVEL: message". Background work (compaction, garbage collection, WAL
+/// and memtable flushes) fails only here. MORAINE_SLATEDB_LOG picks the
+/// level (error, warn, info, debug; default warn).
+struct StderrLog;
+
+impl log::Log for StderrLog {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= log::max_level()
+    }
+    fn log(&self, r: &log::Record) {
+        if self.enabled(r.metadata()) {
+            eprintln!(
+                "moraine: slatedb: {}: {}",
+                r.level().as_str().to_lowercase(),
+                one_line(&r.args().to_string())
+            );
+        }
+    }
+    fn flush(&self) {}
+}
+
+fn install_log() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let level = match std::env::var("MORAINE_SLATEDB_LOG").as_deref() {
+            Ok("error") => log::LevelFilter::Error,
+            Ok("info") => log::LevelFilter::Info,
+            Ok("debug") => log::LevelFilter::Debug,
+            Ok("off") => log::LevelFilter::Off,
+            _ => log::LevelFilter::Warn,
+        };
+        if log::set_logger(&StderrLog).is_ok() {
+            log::set_max_level(level);
+        }
+    });
+}
+
 fn new_runtime() -> Res<Arc<Runtime>> {
+    install_log();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("kv-slatedb")
@@ -709,6 +758,7 @@ pub unsafe extern "C" fn sdb_open(
             path,
             probe: quick,
         } = resolve_store(url, deadline)?;
+        let (objects, root) = (store.clone(), path.clone());
         let extractor = extractor(a.extractor)?;
         let rt = new_runtime()?;
         if let Some(quick) = &quick {
@@ -745,6 +795,11 @@ pub unsafe extern "C" fn sdb_open(
             if a.wal_flush_ms > 0 {
                 settings.flush_interval = Some(Duration::from_millis(a.wal_flush_ms as u64));
             }
+            if a.l0_sst_bytes > 0 {
+                settings.l0_sst_size_bytes = a.l0_sst_bytes as usize;
+            }
+            settings.garbage_collector_options = Some(gc_options(a.gc_interval_ms, a.gc_min_age_ms));
+            settings.compactor_options = Some(compactor_options());
             let mut b = Db::builder(path, store).with_settings(settings);
             if let Some(x) = extractor {
                 b = b.with_segment_extractor(x);
@@ -755,6 +810,8 @@ pub unsafe extern "C" fn sdb_open(
             rt,
             store: kind,
             deadline,
+            objects,
+            path: root,
         }));
         Ok(())
     })
@@ -1214,4 +1271,81 @@ pub unsafe extern "C" fn sdb_txn_rollback(t: *mut SdbTxn) {
     }
     let SdbTxn { rt, txn } = *Box::from_raw(t);
     drop_in(rt, txn);
+}
+
+/// SlateDB's size-tiered compactor, tuned for a catalog: merge as soon as a
+/// tree has two runs, and take runs up to 64 times the size of the newest
+/// into one merge. A catalog's trees are small (megabytes), so each memtable
+/// flush is soon merged with the whole tree down to its last run, which is
+/// where tombstones and the values they shadow are dropped: records a
+/// DuckLake expiry or flush deleted leave the store within a few flushes,
+/// not when the tree has grown fourfold (SlateDB's default tiers). A tree
+/// more than 64 flushes large merges by tiers, so reclaiming there is slower.
+fn compactor_options() -> CompactorOptions {
+    let mut o = CompactorOptions::default();
+    for (k, v) in [
+        ("min_compaction_sources", "2"),
+        ("max_compaction_sources", "16"),
+        ("include_size_threshold", "64"),
+    ] {
+        o.scheduler_options.insert(k.to_string(), v.to_string());
+    }
+    o
+}
+
+/// SlateDB's garbage collector, on purpose: manifests, WAL objects, compacted
+/// SSTs and compaction records older than `min_age_ms` that nothing references
+/// go every `interval_ms` (0: SlateDB's defaults, 60 s and 5 min). WAL fence
+/// objects stay (SlateDB's own default: deleting them can lose a write).
+fn gc_options(interval_ms: u32, min_age_ms: u32) -> GarbageCollectorOptions {
+    let mut dir = GarbageCollectorDirectoryOptions::default();
+    if interval_ms > 0 {
+        dir.interval = Some(Duration::from_millis(interval_ms as u64));
+    }
+    if min_age_ms > 0 {
+        dir.min_age = Duration::from_millis(min_age_ms as u64);
+    }
+    GarbageCollectorOptions {
+        manifest_options: Some(dir),
+        wal_options: Some(dir),
+        compacted_options: Some(dir),
+        compactions_options: Some(dir),
+        ..GarbageCollectorOptions::default()
+    }
+}
+
+/// The objects under the handle's path and their total bytes (a LIST per
+/// folder): what the store costs in its object store right now.
+#[no_mangle]
+pub unsafe extern "C" fn sdb_usage(
+    db: *mut SdbDb,
+    objects: *mut u64,
+    bytes: *mut u64,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let db = shared(db)?;
+        let objects = handle(objects)?;
+        let bytes = handle(bytes)?;
+        let (n, b) = within(&db.rt, db.deadline, "listing the store", async {
+            let (mut n, mut b) = (0u64, 0u64);
+            let mut folders = vec![db.path.clone()];
+            while let Some(folder) = folders.pop() {
+                let listed = db.objects.list_with_delimiter(Some(&folder)).await.map_err(|e| {
+                    fail(
+                        SDB_UNAVAILABLE,
+                        format!("cannot list the store: {}", one_line(&e.to_string())),
+                    )
+                })?;
+                n += listed.objects.len() as u64;
+                b += listed.objects.iter().map(|o| o.size as u64).sum::<u64>();
+                folders.extend(listed.common_prefixes);
+            }
+            Ok::<_, Fail>((n, b))
+        })?;
+        *objects = n;
+        *bytes = b;
+        Ok(())
+    })
 }
