@@ -744,7 +744,19 @@ static mr_status write_commit(txn *t, store_head expected) {
     store_commit_abort(sc);
     return rc;
   }
-  return store_commit_write(sc, NULL, t->err);
+  store_commit_counts n;
+  store_commit_get_counts(sc, &n);
+  store_head h;
+  rc = store_commit_write(sc, &h, t->err);
+  if (!rc && (n.snapshots_forgotten || n.inline_deleted))
+    fprintf(stderr,
+            "moraine: maintenance: snapshot %llu removed %llu snapshots, %llu ended versions, %llu current "
+            "records and %llu inlined rows (recorded in sys/maintenance_status); the store's space comes "
+            "back as SlateDB merges and collects (docs/operations.md, \"Space\")\n",
+            (unsigned long long)h.snapshot_id, (unsigned long long)n.snapshots_forgotten,
+            (unsigned long long)n.history_forgotten, (unsigned long long)n.current_forgotten,
+            (unsigned long long)n.inline_deleted);
+  return rc;
 }
 
 static void txn_free(txn *t) {

@@ -67,12 +67,12 @@ static int info(store *st, bool json) {
   if (json) {
     printf("{\"format\": %u, \"writer_version\": \"%s\", \"head_snapshot\": %llu, "
            "\"batch_count\": %llu, \"head_time\": %s%s%s, \"maintenance_passes\": %zu, "
-           "\"last_maintenance\": %s%s%s}\n",
+           "\"last_maintenance\": %s%s%s, \"objects\": %llu, \"bytes\": %llu}\n",
            d.format, d.writer_version, (unsigned long long)d.head.snapshot_id,
            (unsigned long long)d.head.batch_count, d.has_head_time ? "\"" : "",
            d.has_head_time ? head_time : "null", d.has_head_time ? "\"" : "", d.maintenance_passes,
            d.maintenance_passes ? "\"" : "", d.maintenance_passes ? pass_time : "null",
-           d.maintenance_passes ? "\"" : "");
+           d.maintenance_passes ? "\"" : "", (unsigned long long)d.objects, (unsigned long long)d.bytes);
     return 0;
   }
   printf("format             %u (RFC 0002 layout)\n", d.format);
@@ -80,11 +80,15 @@ static int info(store *st, bool json) {
   printf("head snapshot      %llu\n", (unsigned long long)d.head.snapshot_id);
   printf("batches landed     %llu\n", (unsigned long long)d.head.batch_count);
   printf("head snapshot time %s\n", d.has_head_time ? head_time : "(no snapshot record)");
-  if (d.maintenance_passes)
+  if (d.maintenance_passes) {
     printf("maintenance        %zu passes, the last at %s (%s)\n", d.maintenance_passes, pass_time,
            d.last_pass_trigger);
-  else
+    printf("last pass          %s\n", d.last_pass_steps);
+  } else {
     printf("maintenance        no pass recorded\n");
+  }
+  printf("store size         %llu bytes in %llu objects\n", (unsigned long long)d.bytes,
+         (unsigned long long)d.objects);
   return 0;
 }
 

@@ -12,6 +12,7 @@
  */
 #include "store/store_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,7 @@ struct store_commit {
   size_t nops, capops;
   bytes_ref *changed; /* changelog keys (borrowed from ops) */
   size_t nchanged, capchanged;
+  store_commit_counts counts; /* removals that make this a maintenance commit */
 };
 
 mr_status store_commit_begin(store *st, store_head expected, store_commit **out, mr_error *err) {
@@ -281,18 +283,25 @@ mr_status store_commit_delete(store_commit *c, const mr_key *k, mr_error *err) {
     return mr_fail(err, MR_ERR_INVALID,
                    "store_commit_delete: kind %d is versioned or not a record (end versioned entities instead)",
                    (int)k->kind);
+  if (ki->subspace == MR_SS_INLINE)
+    c->counts.inline_deleted++;
   return add_key_op(c, false, k, NULL, true, err);
 }
 
 mr_status store_commit_forget(store_commit *c, const mr_key *k, const ProtobufCMessage *value, mr_error *err) {
   const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
-  if (ki != NULL && k->kind == MR_KK_SNAPSHOT && !k->history)
+  if (ki != NULL && k->kind == MR_KK_SNAPSHOT && !k->history) {
+    c->counts.snapshots_forgotten++;
     return add_key_op(c, false, k, NULL, false, err);
+  }
   if (ki == NULL || !(ki->flags & MR_KF_VERSIONED) || ki->subspace != MR_SS_CURRENT)
     return mr_fail(err, MR_ERR_INVALID, "store_commit_forget: kind %d is not a snapshot or a versioned entity",
                    (int)k->kind);
-  if (k->history)
+  if (k->history) {
+    c->counts.history_forgotten++;
     return add_key_op(c, false, k, NULL, false, err);
+  }
+  c->counts.current_forgotten++;
   if (value == NULL)
     return mr_fail(err, MR_ERR_INVALID, "store_commit_forget: a current version needs its value");
   mr_status rc = add_key_op(c, false, k, NULL, true, err);
@@ -361,11 +370,35 @@ static mr_status build_batch(store_commit *c, kv_batch *b, mr_error *err) {
   return c->has_snapshot ? changelog_ops(c, b, err) : MR_OK;
 }
 
+void store_commit_get_counts(const store_commit *c, store_commit_counts *out) {
+  *out = c->counts;
+}
+
+/* A commit that expired snapshots or removed inlined rows is recorded as a
+ * maintenance pass, in its own batch: the record lands with the removals. */
+static mr_status maintenance_ops(store_commit *c, kv_batch *b, mr_error *err) {
+  const store_commit_counts *n = &c->counts;
+  if (n->snapshots_forgotten == 0 && n->inline_deleted == 0)
+    return MR_OK;
+  store_maint_step steps[2] = {{.name = "records", .outcome = "done"},
+                               {.name = "inlined rows", .outcome = "done"}};
+  snprintf(steps[0].detail, sizeof steps[0].detail,
+           "%llu snapshots, %llu ended versions, %llu current records removed at snapshot %llu",
+           (unsigned long long)n->snapshots_forgotten, (unsigned long long)n->history_forgotten,
+           (unsigned long long)n->current_forgotten, (unsigned long long)c->snapshot_id);
+  snprintf(steps[1].detail, sizeof steps[1].detail, "%llu inlined rows removed",
+           (unsigned long long)n->inline_deleted);
+  const char *trigger = n->snapshots_forgotten ? "ducklake expiry" : "ducklake inlined rows removed";
+  return store_maintenance_append(c->st, b, store_now_us(), trigger, steps, 2, err);
+}
+
 mr_status store_commit_write(store_commit *c, store_head *new_head, mr_error *err) {
   kv_batch *b = NULL;
   mr_status rc = kv_batch_new(&b, err);
   if (!rc)
     rc = build_batch(c, b, err);
+  if (!rc)
+    rc = maintenance_ops(c, b, err);
   if (!rc)
     rc = store_write_batch(c->st, b, &c->expected, c->has_snapshot ? c->snapshot_id : UINT64_MAX, new_head, err);
   kv_batch_free(b);

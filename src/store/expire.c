@@ -214,64 +214,16 @@ static mr_status decide_tag(sweep *sw, const uint8_t *kp, size_t kl, const mr_ke
 
 #define EXPIRE_STEPS 4
 
-typedef struct step_record {
-  const char *name;
-  const char *outcome;
-  char detail[96];
-} step_record;
-
-/* Appends one pass to sys/maintenance_status (keeping the last 16). */
-static mr_status record_pass(store *st, int64_t start_us, const char *trigger, step_record *steps, size_t nsteps,
-                             mr_error *err) {
-  mr_key k = {.kind = MR_KK_SYS_MAINTENANCE};
-  ProtobufCMessage *m = NULL;
-  mr_status rc = store_get_msg(st, &k, &m, err);
-  if (rc && rc != MR_ERR_NOT_FOUND)
-    return rc;
-  mr_error_clear(err);
-  Moraine__V1__MaintenanceStatus empty = MORAINE__V1__MAINTENANCE_STATUS__INIT;
-  Moraine__V1__MaintenanceStatus *old = m ? (Moraine__V1__MaintenanceStatus *)m : &empty;
-
-  Moraine__V1__MaintenanceStep step_msgs[EXPIRE_STEPS], *step_ptrs[EXPIRE_STEPS];
-  for (size_t i = 0; i < nsteps; i++) {
-    moraine__v1__maintenance_step__init(&step_msgs[i]);
-    step_msgs[i].name = (char *)steps[i].name;
-    step_msgs[i].outcome = (char *)steps[i].outcome;
-    step_msgs[i].detail = steps[i].detail;
-    step_ptrs[i] = &step_msgs[i];
-  }
-  Moraine__V1__MaintenancePass pass = MORAINE__V1__MAINTENANCE_PASS__INIT;
-  pass.start_time_us = start_us;
-  pass.trigger = (char *)trigger;
-  pass.n_step = nsteps;
-  pass.step = step_ptrs;
-
-  Moraine__V1__MaintenancePass *passes[MR_VALUE_MAX_PASSES];
-  size_t skip = old->n_pass >= MR_VALUE_MAX_PASSES ? old->n_pass - (MR_VALUE_MAX_PASSES - 1) : 0;
-  size_t n = 0;
-  for (size_t i = skip; i < old->n_pass; i++)
-    passes[n++] = old->pass[i];
-  passes[n++] = &pass;
-  Moraine__V1__MaintenanceStatus ms = MORAINE__V1__MAINTENANCE_STATUS__INIT;
-  ms.n_pass = n;
-  ms.pass = passes;
-
-  mr_keybuf kb;
-  uint8_t *val = NULL;
-  size_t len = 0;
+/* Appends one pass to sys/maintenance_status, as its own batch. */
+static mr_status record_pass(store *st, int64_t start_us, const char *trigger, store_maint_step *steps,
+                             size_t nsteps, mr_error *err) {
   kv_batch *b = NULL;
-  rc = store_key_bytes(&k, &kb, err);
+  mr_status rc = kv_batch_new(&b, err);
   if (!rc)
-    rc = mr_value_encode(MR_KK_SYS_MAINTENANCE, &ms.base, &val, &len, err);
-  if (!rc)
-    rc = kv_batch_new(&b, err);
-  if (!rc)
-    rc = kv_batch_put(b, kb.b, kb.len, val, len, err);
+    rc = store_maintenance_append(st, b, start_us, trigger, steps, nsteps, err);
   if (!rc)
     rc = store_write_batch(st, b, NULL, UINT64_MAX, NULL, err);
   kv_batch_free(b);
-  free(val);
-  mr_value_free(m);
   return rc;
 }
 
@@ -320,7 +272,7 @@ mr_status store_expire(store *st, uint64_t horizon, const char *trigger, size_t 
   int64_t start = store_now_us();
   sweep sw = {.st = st, .horizon = horizon, .batch_keys = batch_keys ? batch_keys : 1000, .prog = out,
               .progress = progress, .pctx = ctx};
-  step_record rec[EXPIRE_STEPS];
+  store_maint_step rec[EXPIRE_STEPS];
   size_t nrec = 0;
   mr_status rc = kv_batch_new(&sw.b, err);
   for (size_t i = 0; !rc && i < EXPIRE_STEPS; i++) {

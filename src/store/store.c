@@ -428,11 +428,22 @@ mr_status store_describe(store *st, store_description *out, mr_error *err) {
       out->last_pass_us = p->start_time_us;
       snprintf(out->last_pass_trigger, sizeof out->last_pass_trigger, "%s",
                p->trigger ? p->trigger : "");
+      size_t used = 0;
+      for (size_t i = 0; i < p->n_step && used < sizeof out->last_pass_steps; i++) {
+        int w = snprintf(out->last_pass_steps + used, sizeof out->last_pass_steps - used, "%s%s: %s, %s",
+                         i ? "; " : "", p->step[i]->name, p->step[i]->outcome, p->step[i]->detail);
+        if (w < 0)
+          break;
+        used += (size_t)w;
+      }
     }
     mr_value_free(m);
   } else if (rc != MR_ERR_NOT_FOUND) {
     return mr_error_wrap(err, "reading sys/maintenance_status");
   }
+  rc = kv_usage(st->db, &out->objects, &out->bytes, err);
+  if (rc)
+    return mr_error_wrap(err, "listing the store's objects");
   mr_error_clear(err);
   return MR_OK;
 }

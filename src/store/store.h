@@ -213,6 +213,20 @@ mr_status store_commit_forget(store_commit *c, const mr_key *k, const ProtobufCM
  */
 mr_status store_commit_write(store_commit *c, store_head *new_head, mr_error *err) MR_MUST_CHECK;
 
+/*
+ * What a commit removes outright (RFC 0002 maintenance): a commit that
+ * forgets snapshots (DuckLake's expiry) or deletes inlined rows (DuckLake's
+ * flush of inlined data, a dropped table's rows) also appends a pass to
+ * sys/maintenance_status in its own batch, with these counts.
+ */
+typedef struct store_commit_counts {
+  uint64_t snapshots_forgotten; /* snapshot records */
+  uint64_t history_forgotten;   /* ended versions */
+  uint64_t current_forgotten;   /* current versions removed with no history */
+  uint64_t inline_deleted;      /* inlined rows and inline records */
+} store_commit_counts;
+void store_commit_get_counts(const store_commit *c, store_commit_counts *out);
+
 /* Drops a commit without writing anything. NULL is a no-op. */
 void store_commit_abort(store_commit *c);
 
@@ -281,9 +295,13 @@ typedef struct store_description {
   size_t maintenance_passes;    /* recorded in sys/maintenance_status */
   int64_t last_pass_us;         /* the newest pass's start, 0 when none */
   char last_pass_trigger[64];
+  char last_pass_steps[400];    /* "step: outcome, detail; ..." */
+  uint64_t objects;             /* objects under the store's root now */
+  uint64_t bytes;               /* and their bytes: what the store occupies */
 } store_description;
 
-/* Reads the store's description (a few point reads). */
+/* Reads the store's description (a few point reads and one LIST per
+ * folder of the store). */
 mr_status store_describe(store *st, store_description *out, mr_error *err) MR_MUST_CHECK;
 
 /* Counts every key of the store (one full scan). */

@@ -48,6 +48,20 @@ const char *store_msg_str(const ProtobufCMessage *m, const char *field);
 mr_status store_write_batch(store *st, kv_batch *b, const store_head *expected, uint64_t snapshot_id,
                             store_head *new_head, mr_error *err) MR_MUST_CHECK;
 
+/* One step of a maintenance pass (sys/maintenance_status). */
+#define STORE_MAINT_MAX_STEPS 4
+typedef struct store_maint_step {
+  const char *name;
+  const char *outcome; /* done, stopped, failed */
+  char detail[96];
+} store_maint_step;
+
+/* Adds to b the put of sys/maintenance_status with one more pass (keeping
+ * the last MR_VALUE_MAX_PASSES): maintenance.c. */
+mr_status store_maintenance_append(store *st, kv_batch *b, int64_t start_us, const char *trigger,
+                                   const store_maint_step *steps, size_t nsteps,
+                                   mr_error *err) MR_MUST_CHECK;
+
 /* Microseconds since the epoch, UTC. */
 int64_t store_now_us(void);
 
