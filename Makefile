@@ -8,6 +8,7 @@
 #   make sanitize   unit tests under ASan+UBSan   make valgrind  under valgrind
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 30)
 #   make bench      benchmarks (prints the tables recorded in BENCHMARK.md)
+#   make bench-soak a long catalog life, expiry and the space that comes back (~30 min)
 #   make format / make lint
 #   make ducklake-suite  DuckLake's own test suite against the freshly built
 #                   server (not part of make test: needs a local copy of the
@@ -30,7 +31,7 @@ ARGS ?=
 DUCKLAKE_SUITE ?= /tmp/ducklake
 SUITE_ARGS ?=
 
-.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench format lint clean \
+.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench bench-soak format lint clean \
   ducklake-suite
 
 all: build
@@ -90,6 +91,9 @@ ducklake-suite: build deps
 	  --moraine $(CURDIR)/$(MORAINE) --out $(CURDIR)/build/ducklake-suite.tsv \
 	  --logs $(CURDIR)/build/ducklake-suite-logs \
 	  --expect-fail $(CURDIR)/tests/ducklake-suite/expected-failures.txt $(SUITE_ARGS)
+
+bench-soak: build deps
+	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) bench/soak.py
 
 bench: build deps
 	build/bench/store/bench_store

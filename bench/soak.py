@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Soak benchmark: a catalog that lives long, then expires its history.
+
+Built through DuckLake over the real server (not through the store API): one
+table, COMMITS single-row INSERT commits (each inlined, one snapshot each),
+every PARQUET_EVERY-th commit instead a 1000-row INSERT (one Parquet file).
+The same workload runs against moraine on a local folder and, unless
+--only moraine, against a throwaway PostgreSQL 15 cluster.
+
+Printed:
+  - commit latency p50 / p99 over the WINDOW commits before each checkpoint
+    (100, 1,000, 10,000, 100,000 snapshots, as far as COMMITS reaches), for
+    single-row and for Parquet commits, and moraine's server RSS there;
+  - moraine's store bytes (objects under its folder, `moraine info`) before
+    expiry; right after ducklake_flush_inlined_data +
+    ducklake_expire_snapshots(older_than => now()) +
+    ducklake_cleanup_old_files(cleanup_all => true); and after GC_WAIT
+    seconds of SlateDB merging and collecting (docs/operations.md "Space"
+    says about 21 minutes), against a fresh catalog holding the same live
+    rows (one table, the same rows in one commit, after a clean stop).
+
+    .venv/bin/python bench/soak.py [--commits N] [--gc-wait S] [--only moraine]
+
+MORAINE_BIN overrides build/src/cli/moraine; PG_BIN as in bench/catalogs.py.
+"""
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import catalogs as C  # noqa: E402  (server wrappers, cleanup, PostgreSQL)
+
+CHECKPOINTS = [100, 1000, 10000, 100000]
+
+
+def info(store_dir):
+    r = subprocess.run([C.MORAINE, "info", str(store_dir), "--json"], capture_output=True,
+                       text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(f"moraine info: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    return None
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else float("nan")
+
+
+def build(cat, con, args, progress):
+    """Runs the commit workload; returns {checkpoint: row} and the rows held."""
+    con.execute("CREATE TABLE lake.t (id BIGINT, v VARCHAR)")
+    single, parquet, rows, out, next_id = [], [], [], {}, 0
+    t_start = time.monotonic()
+    for i in range(1, args.commits + 1):
+        t0 = time.perf_counter()
+        if i % args.parquet_every == 0:
+            con.execute(f"INSERT INTO lake.t SELECT {next_id} + range, 'p' FROM range(1000)")
+            next_id += 1000
+            parquet.append((time.perf_counter() - t0) * 1e3)
+        else:
+            con.execute(f"INSERT INTO lake.t VALUES ({next_id}, 'v')")
+            next_id += 1
+            single.append((time.perf_counter() - t0) * 1e3)
+        if i in CHECKPOINTS or i == args.commits:
+            w1, w2 = single[-args.window:], parquet[-max(1, args.window // args.parquet_every):]
+            out[i] = {"p50": pct(w1, 0.5), "p99": pct(w1, 0.99),
+                      "pq_p50": pct(w2, 0.5), "pq_p99": pct(w2, 0.99),
+                      "rss": progress(i) if progress else None}
+        if i % 500 == 0:
+            rate = i / (time.monotonic() - t_start)
+            print(f"  {cat}: {i}/{args.commits} commits ({rate:.0f}/s)", file=sys.stderr, flush=True)
+    return out, next_id
+
+
+def run_moraine(args, d):
+    m = C.Moraine(d / "store")
+    m.start()
+    con = C.connect()
+    con.execute(m.attach_sql(d / "data"))
+    res, nrows = build("moraine", con, args, lambda i: rss_mib(m.proc.pid))
+    space = {"before": info(d / "store")["bytes"]}
+    con.execute("CALL ducklake_flush_inlined_data('lake')")
+    con.execute("CALL ducklake_expire_snapshots('lake', older_than => now())")
+    con.execute("CALL ducklake_cleanup_old_files('lake', cleanup_all => true)")
+    space["expired"] = info(d / "store")["bytes"]
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < args.gc_wait:
+        time.sleep(min(60, args.gc_wait))
+        b = info(d / "store")["bytes"]
+        print(f"  moraine: {time.monotonic() - t0:.0f} s after expiry: {b:,} bytes",
+              file=sys.stderr, flush=True)
+    space["after_gc"] = info(d / "store")["bytes"]
+    space["rss_end"] = rss_mib(m.proc.pid)
+    assert con.execute("SELECT count(*) FROM lake.t").fetchone() == (nrows,)
+    con.close()
+    m.stop()
+
+    fresh = C.Moraine(d / "fresh")  # the same live rows, built in one commit
+    fresh.start()
+    con = C.connect()
+    con.execute(fresh.attach_sql(d / "fresh-data"))
+    con.execute("CREATE TABLE lake.t (id BIGINT, v VARCHAR)")
+    con.execute(f"INSERT INTO lake.t SELECT range, 'v' FROM range({nrows})")
+    con.close()
+    fresh.stop()
+    space["fresh"] = info(d / "fresh")["bytes"]
+    return res, space
+
+
+def run_postgres(args, d):
+    pg = C.Postgres()
+    pg.start()
+    con = C.connect()
+    con.execute(pg.attach_sql(d / "pg-data"))
+    res, _ = build("postgres", con, args, None)
+    con.close()
+    pg.stop()
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--commits", type=int, default=3000)
+    ap.add_argument("--window", type=int, default=100, help="commits per latency window")
+    ap.add_argument("--parquet-every", type=int, default=50)
+    ap.add_argument("--gc-wait", type=int, default=1320, help="seconds to wait for SlateDB GC")
+    ap.add_argument("--only", default="moraine,postgres")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    d = C.tempdir("bench-soak-")
+    try:
+        pg = run_postgres(args, d) if "postgres" in only else {}
+        mo, space = run_moraine(args, d)
+    finally:
+        C.cleanup_all()
+    print(f"\nsoak: {args.commits} commits (every {args.parquet_every}th a 1000-row Parquet commit), "
+          f"latency over the last {args.window} single-row commits before each point, ms; "
+          f"load average {os.getloadavg()[0]:.1f}\n")
+    print("| snapshots | moraine p50 / p99 | moraine Parquet p50 / p99 | moraine RSS MiB "
+          "| PostgreSQL p50 / p99 | PostgreSQL Parquet p50 / p99 | p50 ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for n, r in sorted(mo.items()):
+        p = pg.get(n)
+        pgc = f"{p['p50']:.1f} / {p['p99']:.1f}" if p else "—"
+        pgq = f"{p['pq_p50']:.1f} / {p['pq_p99']:.1f}" if p else "—"
+        ratio = f"{r['p50'] / p['p50']:.2f}x" if p else "—"
+        print(f"| {n:,} | {r['p50']:.1f} / {r['p99']:.1f} | {r['pq_p50']:.1f} / {r['pq_p99']:.1f} "
+              f"| {r['rss']} | {pgc} | {pgq} | {ratio} |")
+    print(f"\nmoraine store bytes: before expiry {space['before']:,}; right after flush + expiry + "
+          f"cleanup {space['expired']:,}; {args.gc_wait} s later {space['after_gc']:,}; a fresh "
+          f"catalog with the same live rows {space['fresh']:,} "
+          f"({space['after_gc'] / space['fresh']:.2f}x); server RSS at the end {space['rss_end']} MiB")
+
+
+if __name__ == "__main__":
+    main()
