@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Soak benchmark: a catalog that lives long, then expires its history.
 
-Built through DuckLake over the real server (not through the store API): one
-table, COMMITS single-row INSERT commits (each inlined, one snapshot each),
-every PARQUET_EVERY-th commit instead a 1000-row INSERT (one Parquet file).
-The same workload runs against moraine on a local folder and, unless
---only moraine, against a throwaway PostgreSQL 15 cluster.
+Built through DuckLake over the real server: one table, COMMITS single-row
+INSERT commits (each inlined, one snapshot each), every PARQUET_EVERY-th
+commit instead a 1000-row INSERT (one Parquet file). The same workload runs
+against moraine on a local folder and, unless --only moraine, against a
+throwaway PostgreSQL 15 cluster. Beyond COMMITS, up to --history snapshots,
+moraine's history is grown through the store API (build/bench/store/
+soak_history: snapshot records carrying no data change, written while the
+server is stopped; DuckLake would need hours for 100,000 commits here), and
+at each checkpoint the server is restarted and WINDOW more DuckLake commits
+are measured.
 
 Printed:
   - commit latency p50 / p99 over the WINDOW commits before each checkpoint
@@ -84,12 +89,44 @@ def build(cat, con, args, progress):
     return out, next_id
 
 
+def grow(args, m, d, con, res, nrows):
+    """Past COMMITS: history grown through the store API, then WINDOW DuckLake
+    commits measured at each checkpoint. Returns the server and connection."""
+    tool = os.environ.get("SOAK_HISTORY_BIN", str(C.ROOT / "build" / "bench" / "store" / "soak_history"))
+    for cp in [c for c in CHECKPOINTS if args.commits < c <= args.history]:
+        con.close()
+        m.stop()
+        target = cp - args.window
+        print(f"  moraine: growing the history to {target:,} snapshots", file=sys.stderr, flush=True)
+        table_id = "1"
+        subprocess.run([str(tool), m.store, str(target), table_id], check=True, timeout=3600)
+        start_ms = m.start()
+        con = C.connect()
+        con.execute(m.attach_sql(d / "data"))
+        single, parquet = [], []
+        for i in range(args.window):
+            t0 = time.perf_counter()
+            if i % args.parquet_every == args.parquet_every - 1:
+                con.execute(f"INSERT INTO lake.t SELECT {nrows} + range, 'p' FROM range(1000)")
+                nrows += 1000
+                parquet.append((time.perf_counter() - t0) * 1e3)
+            else:
+                con.execute(f"INSERT INTO lake.t VALUES ({nrows}, 'v')")
+                nrows += 1
+                single.append((time.perf_counter() - t0) * 1e3)
+        res[cp] = {"p50": pct(single, 0.5), "p99": pct(single, 0.99),
+                   "pq_p50": pct(parquet, 0.5), "pq_p99": pct(parquet, 0.99),
+                   "rss": rss_mib(m.proc.pid), "start_ms": start_ms}
+    return m, con, nrows
+
+
 def run_moraine(args, d):
     m = C.Moraine(d / "store")
     m.start()
     con = C.connect()
     con.execute(m.attach_sql(d / "data"))
     res, nrows = build("moraine", con, args, lambda i: rss_mib(m.proc.pid))
+    m, con, nrows = grow(args, m, d, con, res, nrows)
     space = {"before": info(d / "store")["bytes"]}
     con.execute("CALL ducklake_flush_inlined_data('lake')")
     con.execute("CALL ducklake_expire_snapshots('lake', older_than => now())")
@@ -135,6 +172,8 @@ def main():
     ap.add_argument("--commits", type=int, default=3000)
     ap.add_argument("--window", type=int, default=100, help="commits per latency window")
     ap.add_argument("--parquet-every", type=int, default=50)
+    ap.add_argument("--history", type=int, default=100000,
+                    help="grow moraine's history to this many snapshots (store API)")
     ap.add_argument("--gc-wait", type=int, default=1320, help="seconds to wait for SlateDB GC")
     ap.add_argument("--only", default="moraine,postgres")
     args = ap.parse_args()
@@ -149,15 +188,16 @@ def main():
           f"latency over the last {args.window} single-row commits before each point, ms; "
           f"load average {os.getloadavg()[0]:.1f}\n")
     print("| snapshots | moraine p50 / p99 | moraine Parquet p50 / p99 | moraine RSS MiB "
-          "| PostgreSQL p50 / p99 | PostgreSQL Parquet p50 / p99 | p50 ratio |")
-    print("|---|---|---|---|---|---|---|")
+          "| moraine start ms | PostgreSQL p50 / p99 | PostgreSQL Parquet p50 / p99 | p50 ratio |")
+    print("|---|---|---|---|---|---|---|---|")
     for n, r in sorted(mo.items()):
         p = pg.get(n)
         pgc = f"{p['p50']:.1f} / {p['p99']:.1f}" if p else "—"
         pgq = f"{p['pq_p50']:.1f} / {p['pq_p99']:.1f}" if p else "—"
         ratio = f"{r['p50'] / p['p50']:.2f}x" if p else "—"
+        start = f"{r['start_ms']:.0f}" if r.get("start_ms") else "—"
         print(f"| {n:,} | {r['p50']:.1f} / {r['p99']:.1f} | {r['pq_p50']:.1f} / {r['pq_p99']:.1f} "
-              f"| {r['rss']} | {pgc} | {pgq} | {ratio} |")
+              f"| {r['rss']} | {start} | {pgc} | {pgq} | {ratio} |")
     print(f"\nmoraine store bytes: before expiry {space['before']:,}; right after flush + expiry + "
           f"cleanup {space['expired']:,}; {args.gc_wait} s later {space['after_gc']:,}; a fresh "
           f"catalog with the same live rows {space['fresh']:,} "
