@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
     if (store_commit_begin(st, store_get_head(st), &c, &e))
       die("begin", &e);
     snap.snapshot_id = (int64_t)s;
-    snap.snapshot_time = head->snapshot_time + (int64_t)(s - start); /* 1 us apart, after the head */
+    snap.snapshot_time =
+        head->snapshot_time + (int64_t)(s - start); /* 1 us apart, after the head */
     if (store_commit_snapshot(c, &snap, &e))
       die("snapshot", &e);
     if (store_commit_write(c, NULL, &e))

@@ -66,7 +66,8 @@ static void expect_refused(const char *url, const char *needle) {
 }
 
 /* A commit with snapshot s and one schema (id, name). */
-static mr_status commit_schema(store *st, store_head h, uint64_t s, uint64_t id, const char *name, mr_error *e) {
+static mr_status commit_schema(store *st, store_head h, uint64_t s, uint64_t id, const char *name,
+                               mr_error *e) {
   store_commit *c = NULL;
   mr_status rc = store_commit_begin(st, h, &c, e);
   if (rc)
@@ -494,6 +495,56 @@ static void test_maintenance_status(void **state) {
   must(kv_close(db, &e), &e);
 }
 
+/* A commit that forgets snapshots and ended versions (DuckLake's expiry)
+ * records a maintenance pass in its own batch; an ordinary commit does not. */
+static void test_expiry_commit_records_a_pass(void **state) {
+  char url[4096];
+  mr_error e;
+  store *st = open_new("expiry_pass", url, sizeof url, 0);
+  build_history(st, 3);
+  store_description d;
+  must(store_describe(st, &d, &e), &e);
+  assert_int_equal(d.maintenance_passes, 0);
+  assert_true(d.objects > 0 && d.bytes > 0);
+
+  store_commit *c = NULL;
+  must(store_commit_begin(st, store_get_head(st), &c, &e), &e);
+  Moraine__V1__Snapshot snap = MORAINE__V1__SNAPSHOT__INIT;
+  snap.snapshot_id = 4;
+  must(store_commit_snapshot(c, &snap, &e), &e);
+  for (uint64_t s = 0; s < 2; s++) {
+    mr_key sk = {.kind = MR_KK_SNAPSHOT, .c = {s}};
+    must(store_commit_forget(c, &sk, NULL, &e), &e);
+    mr_key hk = {.kind = MR_KK_FILE, .history = true, .c = {1, 100 + s, s + 1}};
+    must(store_commit_forget(c, &hk, NULL, &e), &e);
+  }
+  store_commit_counts n;
+  store_commit_get_counts(c, &n);
+  assert_int_equal(n.snapshots_forgotten, 2);
+  assert_int_equal(n.history_forgotten, 2);
+  assert_int_equal(n.inline_deleted, 0);
+  must(store_commit_write(c, NULL, &e), &e);
+
+  must(store_describe(st, &d, &e), &e);
+  assert_int_equal(d.maintenance_passes, 1);
+  assert_string_equal(d.last_pass_trigger, "ducklake expiry");
+  assert_non_null(strstr(d.last_pass_steps,
+                         "2 snapshots, 2 ended versions, 0 current records removed at snapshot 4"));
+  store_census cs;
+  must(store_take_census(st, &cs, &e), &e);
+  assert_int_equal(cs.subspace[MR_SS_SNAPSHOT].keys, 3);
+
+  must(store_commit_begin(st, store_get_head(st), &c, &e), &e);
+  snap.snapshot_id = 5;
+  must(store_commit_snapshot(c, &snap, &e), &e);
+  must(store_commit_write(c, NULL, &e), &e);
+  must(store_close(st, &e), &e);
+  must(store_open(url, NULL, &st, &e), &e);
+  must(store_describe(st, &d, &e), &e);
+  assert_int_equal(d.maintenance_passes, 1); /* the plain commit added none */
+  must(store_close(st, &e), &e);
+}
+
 static void test_fenced_fails(void **state) {
   char url[4096];
   mr_error e;
@@ -578,7 +629,9 @@ static void test_in_doubt_means_reload(void **state) {
   must(store_close(st, &e), &e);
 }
 
-static int setup(void **state) { return st_tmp_setup("store"); }
+static int setup(void **state) {
+  return st_tmp_setup("store");
+}
 static int teardown(void **state) {
   st_tmp_teardown();
   return 0;
@@ -586,12 +639,18 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_create_reopen),     cmocka_unit_test(test_format_refusals),
-      cmocka_unit_test(test_conflict),          cmocka_unit_test(test_mapping_create_only),
+      cmocka_unit_test(test_create_reopen),
+      cmocka_unit_test(test_format_refusals),
+      cmocka_unit_test(test_conflict),
+      cmocka_unit_test(test_mapping_create_only),
       cmocka_unit_test(test_forget),
-      cmocka_unit_test(test_changelog_window),  cmocka_unit_test(test_expire_resumable),
-      cmocka_unit_test(test_maintenance_status), cmocka_unit_test(test_fenced_fails),
-      cmocka_unit_test(test_recover_lost_write), cmocka_unit_test(test_recover_landed_write),
+      cmocka_unit_test(test_changelog_window),
+      cmocka_unit_test(test_expire_resumable),
+      cmocka_unit_test(test_maintenance_status),
+      cmocka_unit_test(test_expiry_commit_records_a_pass),
+      cmocka_unit_test(test_fenced_fails),
+      cmocka_unit_test(test_recover_lost_write),
+      cmocka_unit_test(test_recover_landed_write),
       cmocka_unit_test(test_in_doubt_means_reload),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
