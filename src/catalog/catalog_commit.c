@@ -750,10 +750,8 @@ static mr_status write_commit(txn *t, store_head expected) {
   rc = store_commit_write(sc, &h, t->err);
   if (!rc && (n.snapshots_forgotten || n.inline_deleted))
     fprintf(stderr,
-            "moraine: maintenance: snapshot %llu removed %llu snapshots, %llu ended versions, %llu "
-            "current "
-            "records and %llu inlined rows (recorded in sys/maintenance_status); the store's space "
-            "comes "
+            "moraine: maintenance: snapshot %llu removed %llu snapshots, %llu ended versions, %llu current "
+            "records and %llu inlined rows (recorded in sys/maintenance_status); the store's space comes "
             "back as SlateDB merges and collects (docs/operations.md, \"Space\")\n",
             (unsigned long long)h.snapshot_id, (unsigned long long)n.snapshots_forgotten,
             (unsigned long long)n.history_forgotten, (unsigned long long)n.current_forgotten,
@@ -847,8 +845,8 @@ mr_status catalog_prepare(void *ctx, const sql_changes *changes, sql_error *err)
     rc = write_commit(&t, head);
     clock_gettime(CLOCK_MONOTONIC, &w1);
     if (changes->times)
-      changes->times->store_write +=
-          (double)(w1.tv_sec - w0.tv_sec) * 1e3 + (double)(w1.tv_nsec - w0.tv_nsec) / 1e6;
+      changes->times->store_write += (double)(w1.tv_sec - w0.tv_sec) * 1e3 +
+                                     (double)(w1.tv_nsec - w0.tv_nsec) / 1e6;
   }
   txn_free(&t);
   if (rc == MR_ERR_CONFLICT)

@@ -72,8 +72,7 @@ static int info(store *st, bool json) {
            (unsigned long long)d.head.batch_count, d.has_head_time ? "\"" : "",
            d.has_head_time ? head_time : "null", d.has_head_time ? "\"" : "", d.maintenance_passes,
            d.maintenance_passes ? "\"" : "", d.maintenance_passes ? pass_time : "null",
-           d.maintenance_passes ? "\"" : "", (unsigned long long)d.objects,
-           (unsigned long long)d.bytes);
+           d.maintenance_passes ? "\"" : "", (unsigned long long)d.objects, (unsigned long long)d.bytes);
     return 0;
   }
   printf("format             %u (RFC 0002 layout)\n", d.format);

@@ -17,10 +17,10 @@
 #include <string.h>
 
 typedef struct commit_op {
-  bool is_put;  /* put (write phase) or delete (removal phase) */
-  uint8_t *key; /* encoded key, owned */
+  bool is_put;       /* put (write phase) or delete (removal phase) */
+  uint8_t *key;      /* encoded key, owned */
   size_t klen;
-  uint8_t *val; /* encoded value, owned; NULL for deletes and empty values */
+  uint8_t *val;      /* encoded value, owned; NULL for deletes and empty values */
   size_t vlen;
 } commit_op;
 
@@ -70,8 +70,8 @@ void store_commit_abort(store_commit *c) {
 }
 
 /* Appends an op taking ownership of nothing: key and val are copied. */
-static mr_status add_op(store_commit *c, bool is_put, const mr_keybuf *kb, const uint8_t *val,
-                        size_t vlen, bool changelog, mr_error *err) {
+static mr_status add_op(store_commit *c, bool is_put, const mr_keybuf *kb, const uint8_t *val, size_t vlen,
+                        bool changelog, mr_error *err) {
   if (c->nops == c->capops) {
     size_t cap = c->capops ? 2 * c->capops : 16;
     commit_op *n = realloc(c->ops, cap * sizeof *n);
@@ -112,8 +112,8 @@ static mr_status add_op(store_commit *c, bool is_put, const mr_keybuf *kb, const
   return MR_OK;
 }
 
-static mr_status add_key_op(store_commit *c, bool is_put, const mr_key *k,
-                            const ProtobufCMessage *msg, bool changelog, mr_error *err) {
+static mr_status add_key_op(store_commit *c, bool is_put, const mr_key *k, const ProtobufCMessage *msg,
+                            bool changelog, mr_error *err) {
   mr_keybuf kb;
   mr_status rc = store_key_bytes(k, &kb, err);
   if (rc)
@@ -177,8 +177,8 @@ static void target_entry_of(const mr_key *k, const ProtobufCMessage *v, mr_key *
 }
 
 /* Adds (is_put) or removes the directory entries a value implies. */
-static mr_status directory_ops(store_commit *c, bool is_put, const mr_key *k,
-                               const ProtobufCMessage *v, mr_error *err) {
+static mr_status directory_ops(store_commit *c, bool is_put, const mr_key *k, const ProtobufCMessage *v,
+                               mr_error *err) {
   mr_key dk;
   bool has = false;
   name_entry_of(k, v, &dk, &has);
@@ -193,8 +193,7 @@ static mr_status directory_ops(store_commit *c, bool is_put, const mr_key *k,
 
 mr_status store_commit_snapshot(store_commit *c, const Moraine__V1__Snapshot *snap, mr_error *err) {
   if (c->has_snapshot)
-    return mr_fail(err, MR_ERR_INVALID,
-                   "store_commit_snapshot: this commit already has snapshot %llu",
+    return mr_fail(err, MR_ERR_INVALID, "store_commit_snapshot: this commit already has snapshot %llu",
                    (unsigned long long)c->snapshot_id);
   if (snap->snapshot_id < 0 || (uint64_t)snap->snapshot_id < c->expected.snapshot_id ||
       ((uint64_t)snap->snapshot_id == c->expected.snapshot_id && c->expected.batch_count > 0))
@@ -214,8 +213,7 @@ mr_status store_commit_snapshot(store_commit *c, const Moraine__V1__Snapshot *sn
 static bool committable(const mr_key *k) {
   const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
   return ki != NULL && !k->history &&
-         (ki->subspace == MR_SS_CURRENT || ki->subspace == MR_SS_INLINE ||
-          ki->subspace == MR_SS_SCHEMA_VERSION);
+         (ki->subspace == MR_SS_CURRENT || ki->subspace == MR_SS_INLINE || ki->subspace == MR_SS_SCHEMA_VERSION);
 }
 
 /* Create-only: refuse when the mapping exists in the store or in this commit. */
@@ -238,17 +236,14 @@ static mr_status check_mapping_new(store_commit *c, const mr_key *k, mr_error *e
   if (rc)
     return rc;
 exists:
-  return mr_fail(
-      err, MR_ERR_INVALID,
-      "store_commit_put: mapping {table_id=%llu,mapping_id=%llu} exists; mappings are create-only",
-      (unsigned long long)k->c[0], (unsigned long long)k->c[1]);
+  return mr_fail(err, MR_ERR_INVALID,
+                 "store_commit_put: mapping {table_id=%llu,mapping_id=%llu} exists; mappings are create-only",
+                 (unsigned long long)k->c[0], (unsigned long long)k->c[1]);
 }
 
-mr_status store_commit_put(store_commit *c, const mr_key *k, const ProtobufCMessage *value,
-                           mr_error *err) {
+mr_status store_commit_put(store_commit *c, const mr_key *k, const ProtobufCMessage *value, mr_error *err) {
   if (!committable(k))
-    return mr_fail(err, MR_ERR_INVALID,
-                   "store_commit_put: kind %d is not a current, inline or schema_version record",
+    return mr_fail(err, MR_ERR_INVALID, "store_commit_put: kind %d is not a current, inline or schema_version record",
                    (int)k->kind);
   mr_status rc = mr_value_check_key(k, value, err);
   if (rc)
@@ -261,12 +256,10 @@ mr_status store_commit_put(store_commit *c, const mr_key *k, const ProtobufCMess
   return directory_ops(c, true, k, value, err);
 }
 
-mr_status store_commit_end(store_commit *c, const mr_key *k, const ProtobufCMessage *ended,
-                           mr_error *err) {
+mr_status store_commit_end(store_commit *c, const mr_key *k, const ProtobufCMessage *ended, mr_error *err) {
   const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
   if (ki == NULL || !(ki->flags & MR_KF_VERSIONED) || k->history)
-    return mr_fail(err, MR_ERR_INVALID,
-                   "store_commit_end: kind %d is not a versioned current entity", (int)k->kind);
+    return mr_fail(err, MR_ERR_INVALID, "store_commit_end: kind %d is not a versioned current entity", (int)k->kind);
   uint64_t end = 0;
   if (!store_msg_u64(ended, "end_snapshot", &end))
     return mr_fail(err, MR_ERR_INVALID, "store_commit_end: the ended version has no end_snapshot");
@@ -288,24 +281,21 @@ mr_status store_commit_delete(store_commit *c, const mr_key *k, mr_error *err) {
   const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
   if (!committable(k) || (ki->flags & MR_KF_VERSIONED))
     return mr_fail(err, MR_ERR_INVALID,
-                   "store_commit_delete: kind %d is versioned or not a record (end versioned "
-                   "entities instead)",
+                   "store_commit_delete: kind %d is versioned or not a record (end versioned entities instead)",
                    (int)k->kind);
   if (ki->subspace == MR_SS_INLINE)
     c->counts.inline_deleted++;
   return add_key_op(c, false, k, NULL, true, err);
 }
 
-mr_status store_commit_forget(store_commit *c, const mr_key *k, const ProtobufCMessage *value,
-                              mr_error *err) {
+mr_status store_commit_forget(store_commit *c, const mr_key *k, const ProtobufCMessage *value, mr_error *err) {
   const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
   if (ki != NULL && k->kind == MR_KK_SNAPSHOT && !k->history) {
     c->counts.snapshots_forgotten++;
     return add_key_op(c, false, k, NULL, false, err);
   }
   if (ki == NULL || !(ki->flags & MR_KF_VERSIONED) || ki->subspace != MR_SS_CURRENT)
-    return mr_fail(err, MR_ERR_INVALID,
-                   "store_commit_forget: kind %d is not a snapshot or a versioned entity",
+    return mr_fail(err, MR_ERR_INVALID, "store_commit_forget: kind %d is not a snapshot or a versioned entity",
                    (int)k->kind);
   if (k->history) {
     c->counts.history_forgotten++;
@@ -398,8 +388,7 @@ static mr_status maintenance_ops(store_commit *c, kv_batch *b, mr_error *err) {
            (unsigned long long)n->current_forgotten, (unsigned long long)c->snapshot_id);
   snprintf(steps[1].detail, sizeof steps[1].detail, "%llu inlined rows removed",
            (unsigned long long)n->inline_deleted);
-  const char *trigger =
-      n->snapshots_forgotten ? "ducklake expiry" : "ducklake inlined rows removed";
+  const char *trigger = n->snapshots_forgotten ? "ducklake expiry" : "ducklake inlined rows removed";
   return store_maintenance_append(c->st, b, store_now_us(), trigger, steps, 2, err);
 }
 
@@ -411,8 +400,7 @@ mr_status store_commit_write(store_commit *c, store_head *new_head, mr_error *er
   if (!rc)
     rc = maintenance_ops(c, b, err);
   if (!rc)
-    rc = store_write_batch(c->st, b, &c->expected, c->has_snapshot ? c->snapshot_id : UINT64_MAX,
-                           new_head, err);
+    rc = store_write_batch(c->st, b, &c->expected, c->has_snapshot ? c->snapshot_id : UINT64_MAX, new_head, err);
   kv_batch_free(b);
   store_commit_abort(c);
   return rc;

@@ -45,8 +45,7 @@ bool store_msg_u64(const ProtobufCMessage *m, const char *field, uint64_t *v) {
   if (f == NULL || f->label == PROTOBUF_C_LABEL_REPEATED)
     return false;
   const uint8_t *base = (const uint8_t *)m;
-  if (f->label == PROTOBUF_C_LABEL_OPTIONAL &&
-      !*(const protobuf_c_boolean *)(base + f->quantifier_offset))
+  if (f->label == PROTOBUF_C_LABEL_OPTIONAL && !*(const protobuf_c_boolean *)(base + f->quantifier_offset))
     return false;
   if (f->type == PROTOBUF_C_TYPE_INT64 || f->type == PROTOBUF_C_TYPE_UINT64) {
     memcpy(v, base + f->offset, sizeof *v);
@@ -71,8 +70,7 @@ int64_t store_now_us(void) {
 }
 
 /* Adds a put of msg under the key of kind k (no components) to b. */
-static mr_status batch_put_msg(kv_batch *b, const mr_key *k, const ProtobufCMessage *msg,
-                               mr_error *err) {
+static mr_status batch_put_msg(kv_batch *b, const mr_key *k, const ProtobufCMessage *msg, mr_error *err) {
   mr_keybuf kb;
   mr_status rc = store_key_bytes(k, &kb, err);
   if (rc)
@@ -101,8 +99,8 @@ static void mark_failed(store *st, mr_status code, const mr_error *e) {
   snprintf(st->fail_msg, sizeof st->fail_msg, "%s", e ? e->msg : mr_status_text(code));
 }
 
-mr_status store_write_batch(store *st, kv_batch *b, const store_head *expected,
-                            uint64_t snapshot_id, store_head *new_head, mr_error *err) {
+mr_status store_write_batch(store *st, kv_batch *b, const store_head *expected, uint64_t snapshot_id,
+                            store_head *new_head, mr_error *err) {
   mr_error local;
   if (err == NULL)
     err = &local;
@@ -112,18 +110,15 @@ mr_status store_write_batch(store *st, kv_batch *b, const store_head *expected,
     rc = mr_fail(err, st->fail_code, "store failed earlier, no more commits: %s", st->fail_msg);
     goto out;
   }
-  if (expected && (expected->batch_count != st->head.batch_count ||
-                   expected->snapshot_id != st->head.snapshot_id)) {
-    rc = mr_fail(
-        err, MR_ERR_CONFLICT,
-        "conflict: head moved since the transaction began (began at snapshot %llu batch %llu, "
-        "head is snapshot %llu batch %llu)",
-        (unsigned long long)expected->snapshot_id, (unsigned long long)expected->batch_count,
-        (unsigned long long)st->head.snapshot_id, (unsigned long long)st->head.batch_count);
+  if (expected && (expected->batch_count != st->head.batch_count || expected->snapshot_id != st->head.snapshot_id)) {
+    rc = mr_fail(err, MR_ERR_CONFLICT,
+                 "conflict: head moved since the transaction began (began at snapshot %llu batch %llu, "
+                 "head is snapshot %llu batch %llu)",
+                 (unsigned long long)expected->snapshot_id, (unsigned long long)expected->batch_count,
+                 (unsigned long long)st->head.snapshot_id, (unsigned long long)st->head.batch_count);
     goto out;
   }
-  store_head h = {snapshot_id == UINT64_MAX ? st->head.snapshot_id : snapshot_id,
-                  st->head.batch_count + 1};
+  store_head h = {snapshot_id == UINT64_MAX ? st->head.snapshot_id : snapshot_id, st->head.batch_count + 1};
   rc = head_put(b, h, err);
   if (rc)
     goto out;
@@ -203,9 +198,7 @@ static mr_status check_format(store *st, const char *url, mr_error *err) {
     if (rc)
       return rc;
     if (!empty)
-      return mr_fail(err, MR_ERR_INVALID,
-                     "store_open %s: the store has keys but no sys/format; not a moraine store",
-                     url);
+      return mr_fail(err, MR_ERR_INVALID, "store_open %s: the store has keys but no sys/format; not a moraine store", url);
     if (st->read_only)
       return mr_fail(err, MR_ERR_NOT_FOUND, "store_open %s: empty store, nothing to read", url);
     return format_new(st, err);
@@ -218,17 +211,15 @@ static mr_status check_format(store *st, const char *url, mr_error *err) {
   snprintf(writer, sizeof writer, "%s", f->writer_version ? f->writer_version : "?");
   mr_value_free(m);
   if (ver > STORE_FORMAT_LATEST)
-    return mr_fail(
-        err, MR_ERR_INVALID,
-        "store_open %s: sys/format is layout %u written by moraine %s, newer than this build "
-        "(moraine %s reads %d..%d); upgrade moraine",
-        url, ver, writer, MORAINE_VERSION, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST);
+    return mr_fail(err, MR_ERR_INVALID,
+                   "store_open %s: sys/format is layout %u written by moraine %s, newer than this build "
+                   "(moraine %s reads %d..%d); upgrade moraine",
+                   url, ver, writer, MORAINE_VERSION, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST);
   if (ver < STORE_FORMAT_OLDEST)
-    return mr_fail(
-        err, MR_ERR_INVALID,
-        "store_open %s: sys/format is layout %u written by moraine %s, unknown to this build "
-        "(reads %d..%d); migrate the store first",
-        url, ver, writer, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST);
+    return mr_fail(err, MR_ERR_INVALID,
+                   "store_open %s: sys/format is layout %u written by moraine %s, unknown to this build "
+                   "(reads %d..%d); migrate the store first",
+                   url, ver, writer, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST);
 
   mr_key mk = {.kind = MR_KK_SYS_MIGRATION};
   rc = store_get_msg(st, &mk, &m, err);
@@ -247,8 +238,7 @@ static mr_status check_format(store *st, const char *url, mr_error *err) {
   mr_key hk = {.kind = MR_KK_SYS_HEAD};
   rc = store_get_msg(st, &hk, &m, err);
   if (rc == MR_ERR_NOT_FOUND)
-    return mr_fail(err, MR_ERR_CORRUPTION, "store_open %s: sys/format present but sys/head missing",
-                   url);
+    return mr_fail(err, MR_ERR_CORRUPTION, "store_open %s: sys/format present but sys/head missing", url);
   if (rc)
     return mr_error_wrap(err, "store_open %s: reading sys/head", url);
   const Moraine__V1__SysHead *h = (const Moraine__V1__SysHead *)m;
@@ -265,8 +255,7 @@ mr_status store_open(const char *url, const store_options *opts, store **out, mr
   if (st == NULL)
     return mr_fail(err, MR_ERR_NOMEM, "store_open: out of memory");
   st->read_only = opts && opts->read_only;
-  st->changelog_window =
-      opts && opts->changelog_window ? opts->changelog_window : STORE_CHANGELOG_WINDOW;
+  st->changelog_window = opts && opts->changelog_window ? opts->changelog_window : STORE_CHANGELOG_WINDOW;
   pthread_mutex_init(&st->mu, NULL);
   kv_open_options ko = {.read_only = st->read_only, .cache_dir = opts ? opts->cache_dir : NULL};
   mr_status rc = kv_open(url, &ko, &st->db, err);
@@ -441,9 +430,8 @@ mr_status store_describe(store *st, store_description *out, mr_error *err) {
                p->trigger ? p->trigger : "");
       size_t used = 0;
       for (size_t i = 0; i < p->n_step && used < sizeof out->last_pass_steps; i++) {
-        int w = snprintf(out->last_pass_steps + used, sizeof out->last_pass_steps - used,
-                         "%s%s: %s, %s", i ? "; " : "", p->step[i]->name, p->step[i]->outcome,
-                         p->step[i]->detail);
+        int w = snprintf(out->last_pass_steps + used, sizeof out->last_pass_steps - used, "%s%s: %s, %s",
+                         i ? "; " : "", p->step[i]->name, p->step[i]->outcome, p->step[i]->detail);
         if (w < 0)
           break;
         used += (size_t)w;

@@ -55,9 +55,9 @@
 typedef struct store store;
 
 typedef struct store_options {
-  bool read_only;            /* open a SlateDB reader, no commits */
-  uint64_t changelog_window; /* 0 = STORE_CHANGELOG_WINDOW */
-  const char *cache_dir;     /* local object-store read cache (kv_open_options) or NULL */
+  bool read_only;              /* open a SlateDB reader, no commits */
+  uint64_t changelog_window;   /* 0 = STORE_CHANGELOG_WINDOW */
+  const char *cache_dir;       /* local object-store read cache (kv_open_options) or NULL */
 } store_options;
 
 /* sys/head: the latest snapshot and the count of batches that landed. */
@@ -78,8 +78,7 @@ typedef mr_status (*store_fault_fn)(void *ctx, const char *point, mr_error *err)
  * Opens (creating if empty) the store at url (file://, memory://, s3://).
  * opts may be NULL. On success *out is owned by the caller: store_close.
  */
-mr_status store_open(const char *url, const store_options *opts, store **out,
-                     mr_error *err) MR_MUST_CHECK;
+mr_status store_open(const char *url, const store_options *opts, store **out, mr_error *err) MR_MUST_CHECK;
 
 /* Flushes and closes; frees st whatever the result. NULL is a no-op. */
 mr_status store_close(store *st, mr_error *err);
@@ -159,16 +158,14 @@ typedef struct store_commit store_commit;
  * works either way round. *out is owned by the caller
  * until store_commit_write or store_commit_abort, which free it.
  */
-mr_status store_commit_begin(store *st, store_head expected, store_commit **out,
-                             mr_error *err) MR_MUST_CHECK;
+mr_status store_commit_begin(store *st, store_head expected, store_commit **out, mr_error *err) MR_MUST_CHECK;
 
 /*
  * The DuckLake snapshot this commit creates (snapshot + snapshot_changes +
  * conflict facts). A commit without one keeps the head's snapshot id (an
  * options-only or maintenance batch) and writes no changelog record.
  */
-mr_status store_commit_snapshot(store_commit *c, const Moraine__V1__Snapshot *snap,
-                                mr_error *err) MR_MUST_CHECK;
+mr_status store_commit_snapshot(store_commit *c, const Moraine__V1__Snapshot *snap, mr_error *err) MR_MUST_CHECK;
 
 /*
  * Writes value under current key k: a new entity version (versioned kinds),
@@ -253,8 +250,7 @@ mr_status store_read_at(store *st, uint64_t s, uint64_t table_id, store_visit_fn
 
 /* Point read of the record under k (current, inline, ... key): on success
  * *out is owned by the caller (mr_value_free); MR_ERR_NOT_FOUND if absent. */
-mr_status store_get(store *st, const mr_key *k, ProtobufCMessage **out,
-                    mr_error *err) MR_MUST_CHECK;
+mr_status store_get(store *st, const mr_key *k, ProtobufCMessage **out, mr_error *err) MR_MUST_CHECK;
 
 /* Every record of one subspace, in key order (the catalog load reads
  * current, history, inline and schema_version this way). */
@@ -262,8 +258,7 @@ mr_status store_load_subspace(store *st, mr_subspace ss, store_visit_fn fn, void
                               mr_error *err) MR_MUST_CHECK;
 
 /* Snapshot records in ascending id order. */
-mr_status store_list_snapshots(store *st, store_visit_fn fn, void *ctx,
-                               mr_error *err) MR_MUST_CHECK;
+mr_status store_list_snapshots(store *st, store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
 
 /* Current schema (parent 0) or table (parent = schema id) by exact name; the
  * greatest matching id wins, validated against the current entity. */
@@ -275,8 +270,8 @@ mr_status store_delete_files_for(store *st, uint64_t table_id, uint64_t data_fil
                                  store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
 
 /* Changelog records of snapshots in (from, to], ascending. */
-mr_status store_changelog_replay(store *st, uint64_t from, uint64_t to, store_visit_fn fn,
-                                 void *ctx, mr_error *err) MR_MUST_CHECK;
+mr_status store_changelog_replay(store *st, uint64_t from, uint64_t to, store_visit_fn fn, void *ctx,
+                                 mr_error *err) MR_MUST_CHECK;
 
 typedef struct store_census_row {
   uint64_t keys;
@@ -292,17 +287,17 @@ typedef struct store_census {
 /* What `moraine info` shows of a store: its sys records and the time of
  * its head snapshot. */
 typedef struct store_description {
-  unsigned format;           /* sys/format layout_version */
-  char writer_version[64];   /* the moraine that created the store */
-  store_head head;           /* sys/head */
-  bool has_head_time;        /* the head snapshot's record is there */
-  int64_t head_time_us;      /* its snapshot_time */
-  size_t maintenance_passes; /* recorded in sys/maintenance_status */
-  int64_t last_pass_us;      /* the newest pass's start, 0 when none */
+  unsigned format;              /* sys/format layout_version */
+  char writer_version[64];      /* the moraine that created the store */
+  store_head head;              /* sys/head */
+  bool has_head_time;           /* the head snapshot's record is there */
+  int64_t head_time_us;         /* its snapshot_time */
+  size_t maintenance_passes;    /* recorded in sys/maintenance_status */
+  int64_t last_pass_us;         /* the newest pass's start, 0 when none */
   char last_pass_trigger[64];
-  char last_pass_steps[400]; /* "step: outcome, detail; ..." */
-  uint64_t objects;          /* objects under the store's root now */
-  uint64_t bytes;            /* and their bytes: what the store occupies */
+  char last_pass_steps[400];    /* "step: outcome, detail; ..." */
+  uint64_t objects;             /* objects under the store's root now */
+  uint64_t bytes;               /* and their bytes: what the store occupies */
 } store_description;
 
 /* Reads the store's description (a few point reads and one LIST per

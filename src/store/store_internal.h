@@ -31,8 +31,7 @@ mr_status store_key_bytes(const mr_key *k, mr_keybuf *out, mr_error *err) MR_MUS
 
 /* Point read + decode of key k. MR_ERR_NOT_FOUND when absent; *out is
  * owned by the caller (mr_value_free). */
-mr_status store_get_msg(store *st, const mr_key *k, ProtobufCMessage **out,
-                        mr_error *err) MR_MUST_CHECK;
+mr_status store_get_msg(store *st, const mr_key *k, ProtobufCMessage **out, mr_error *err) MR_MUST_CHECK;
 
 /* Reads a singular int64/uint64 field by name; false when absent. */
 bool store_msg_u64(const ProtobufCMessage *m, const char *field, uint64_t *v);
@@ -46,9 +45,8 @@ const char *store_msg_str(const ProtobufCMessage *m, const char *field);
  * On success *new_head (may be NULL) is the head written. `snapshot_id` of
  * UINT64_MAX keeps the head's snapshot id.
  */
-mr_status store_write_batch(store *st, kv_batch *b, const store_head *expected,
-                            uint64_t snapshot_id, store_head *new_head,
-                            mr_error *err) MR_MUST_CHECK;
+mr_status store_write_batch(store *st, kv_batch *b, const store_head *expected, uint64_t snapshot_id,
+                            store_head *new_head, mr_error *err) MR_MUST_CHECK;
 
 /* One step of a maintenance pass (sys/maintenance_status). */
 #define STORE_MAINT_MAX_STEPS 4

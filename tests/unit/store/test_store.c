@@ -66,8 +66,7 @@ static void expect_refused(const char *url, const char *needle) {
 }
 
 /* A commit with snapshot s and one schema (id, name). */
-static mr_status commit_schema(store *st, store_head h, uint64_t s, uint64_t id, const char *name,
-                               mr_error *e) {
+static mr_status commit_schema(store *st, store_head h, uint64_t s, uint64_t id, const char *name, mr_error *e) {
   store_commit *c = NULL;
   mr_status rc = store_commit_begin(st, h, &c, e);
   if (rc)
@@ -629,9 +628,7 @@ static void test_in_doubt_means_reload(void **state) {
   must(store_close(st, &e), &e);
 }
 
-static int setup(void **state) {
-  return st_tmp_setup("store");
-}
+static int setup(void **state) { return st_tmp_setup("store"); }
 static int teardown(void **state) {
   st_tmp_teardown();
   return 0;
@@ -639,18 +636,13 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_create_reopen),
-      cmocka_unit_test(test_format_refusals),
-      cmocka_unit_test(test_conflict),
-      cmocka_unit_test(test_mapping_create_only),
+      cmocka_unit_test(test_create_reopen),     cmocka_unit_test(test_format_refusals),
+      cmocka_unit_test(test_conflict),          cmocka_unit_test(test_mapping_create_only),
       cmocka_unit_test(test_forget),
-      cmocka_unit_test(test_changelog_window),
-      cmocka_unit_test(test_expire_resumable),
-      cmocka_unit_test(test_maintenance_status),
-      cmocka_unit_test(test_expiry_commit_records_a_pass),
+      cmocka_unit_test(test_changelog_window),  cmocka_unit_test(test_expire_resumable),
+      cmocka_unit_test(test_maintenance_status), cmocka_unit_test(test_expiry_commit_records_a_pass),
       cmocka_unit_test(test_fenced_fails),
-      cmocka_unit_test(test_recover_lost_write),
-      cmocka_unit_test(test_recover_landed_write),
+      cmocka_unit_test(test_recover_lost_write), cmocka_unit_test(test_recover_landed_write),
       cmocka_unit_test(test_in_doubt_means_reload),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
