@@ -51,6 +51,7 @@ static const char serve_usage[] =
     "                     [--shutdown-timeout SECONDS] [--log-level LEVEL]\n"
     "                     [--memory-limit SIZE] [--engine-threads N]\n"
     "                     [--log-min-duration MS] [--log-commit-phases] [--cache-dir DIR]\n"
+    "                     [--gc-interval SECONDS] [--gc-min-age SECONDS]\n"
     "                     [--tls-cert FILE --tls-key FILE [--tls-required]]\n"
     "                     [--default-database NAME] [--unknown-databases create|refuse]\n"
     "                     [--catalog-idle-timeout SECONDS]\n"
@@ -97,7 +98,11 @@ static const char serve_usage[] =
     "  --tls-required        refuse connections that do not negotiate TLS (28000)\n"
     "  --cache-dir DIR       keep the store's SST parts read from object storage in this\n"
     "                        local folder (up to 1 GiB), for faster restarts and old\n"
-    "                        snapshots (default: no cache)\n";
+    "                        snapshots (default: no cache)\n"
+    "  --gc-interval SECONDS how often SlateDB's garbage collector runs (default 60)\n"
+    "  --gc-min-age SECONDS  how old an unreferenced store object must be before it is\n"
+    "                        deleted (default 300; it must outlast the longest\n"
+    "                        compaction and reader refresh)\n";
 
 static pg_server *volatile running_server;
 static volatile sig_atomic_t fenced;      /* another writer took the store over */
@@ -226,6 +231,7 @@ int cli_serve(int argc, char **argv) {
   const char *default_database = "lake";
   const char *unknown_databases = "create";
   const char *idle_timeout = NULL;
+  const char *gc_interval = NULL, *gc_min_age = NULL;
   bool log_commit_phases = false, tls_required = false;
   serve_reloadable reloadable = {NULL, NULL};
   const char *tls_cert = NULL, *tls_key = NULL;
@@ -260,6 +266,8 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--default-database") == 0 ? &default_database
                         : strcmp(a, "--unknown-databases") == 0 ? &unknown_databases
                         : strcmp(a, "--catalog-idle-timeout") == 0 ? &idle_timeout
+                        : strcmp(a, "--gc-interval") == 0      ? &gc_interval
+                        : strcmp(a, "--gc-min-age") == 0       ? &gc_min_age
                                                                : NULL;
     if (slot == NULL) {
       fprintf(stderr, "moraine: serve: unknown option '%s' (see moraine serve --help)\n", a);
@@ -344,6 +352,17 @@ int cli_serve(int argc, char **argv) {
             idle_timeout);
     return 2;
   }
+  uint64_t gc_interval_ms = 0, gc_min_age_ms = 0; /* 0: kv.h's defaults */
+  if (gc_interval && (gc_interval_ms = parse_seconds(gc_interval)) == 0) {
+    fprintf(stderr, "moraine: serve: --gc-interval wants seconds (0.001 to 86400), got '%s'\n",
+            gc_interval);
+    return 2;
+  }
+  if (gc_min_age && (gc_min_age_ms = parse_seconds(gc_min_age)) == 0) {
+    fprintf(stderr, "moraine: serve: --gc-min-age wants seconds (0.001 to 86400), got '%s'\n",
+            gc_min_age);
+    return 2;
+  }
   pg_log_level level;
   mr_error err;
   if (pg_log_parse_level(log_level, &level, &err) != MR_OK) {
@@ -421,7 +440,9 @@ int cli_serve(int argc, char **argv) {
       .default_database = default_database,
       .create = !no_create,
       .idle_ms = idle_ms,
-      .store_opts = {.cache_dir = cache_dir},
+      .store_opts = {.cache_dir = cache_dir,
+                     .gc_interval_ms = (uint32_t)gc_interval_ms,
+                     .gc_min_age_ms = (uint32_t)gc_min_age_ms},
       .engine_opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")", memory_limit, (int)threads},
       .default_hooks = {on_fenced, on_reload, NULL},
   };

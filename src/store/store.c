@@ -257,7 +257,10 @@ mr_status store_open(const char *url, const store_options *opts, store **out, mr
   st->read_only = opts && opts->read_only;
   st->changelog_window = opts && opts->changelog_window ? opts->changelog_window : STORE_CHANGELOG_WINDOW;
   pthread_mutex_init(&st->mu, NULL);
-  kv_open_options ko = {.read_only = st->read_only, .cache_dir = opts ? opts->cache_dir : NULL};
+  kv_open_options ko = {.read_only = st->read_only,
+                        .cache_dir = opts ? opts->cache_dir : NULL,
+                        .gc_interval_ms = opts ? opts->gc_interval_ms : 0,
+                        .gc_min_age_ms = opts ? opts->gc_min_age_ms : 0};
   mr_status rc = kv_open(url, &ko, &st->db, err);
   if (rc) {
     mr_error_wrap(err, "store_open %s", url);

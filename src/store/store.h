@@ -58,6 +58,8 @@ typedef struct store_options {
   bool read_only;              /* open a SlateDB reader, no commits */
   uint64_t changelog_window;   /* 0 = STORE_CHANGELOG_WINDOW */
   const char *cache_dir;       /* local object-store read cache (kv_open_options) or NULL */
+  uint32_t gc_interval_ms;     /* SlateDB garbage collector (kv_open_options); 0 = default */
+  uint32_t gc_min_age_ms;
 } store_options;
 
 /* sys/head: the latest snapshot and the count of batches that landed. */
