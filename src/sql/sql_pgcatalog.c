@@ -270,7 +270,7 @@ static const char *const catalog_sql[] = {
     "CREATE MACRO " SQL_PGCAT_DB ".main.pg_my_temp_schema() AS 0::BIGINT",
     /* '(p,o)' (quotes and spaces allowed) -> the rowid sql_rewrite maps it to */
     "CREATE MACRO " SQL_PGCAT_DB ".main.mr_tid_rowid(x) AS "
-    "CAST(regexp_extract(x, '(\\d+)\\s*,\\s*(\\d+)', 1) AS BIGINT) * 65536 + "
+    "CAST(regexp_extract(x, '(\\d+)\\s*,\\s*(\\d+)', 1) AS BIGINT) * " PG_TID_PER_BLOCK_TEXT " + "
     "CAST(regexp_extract(x, '(\\d+)\\s*,\\s*(\\d+)', 2) AS BIGINT)",
     "CREATE MACRO " SQL_PGCAT_DB ".main.pg_is_in_recovery() AS false",
     "CREATE MACRO " SQL_PGCAT_DB ".main.format_type(type_oid, typemod) AS ("

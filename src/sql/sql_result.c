@@ -73,7 +73,8 @@ static bool vector_text(sql_strbuf *b, const pg_coltype *ct, duckdb_vector vec, 
   void *data = duckdb_vector_get_data(vec);
   if (ct->oid == PG_OID_TID && ct->duck == DUCKDB_TYPE_BIGINT) {
     int64_t rid = ((int64_t *)data)[row];
-    sql_strbuf_addf(b, "(%lld,%lld)", (long long)(rid >> 16), (long long)(rid & 0xFFFF));
+    sql_strbuf_addf(b, "(%lld,%lld)", (long long)(rid / PG_TID_PER_BLOCK),
+                    (long long)(rid % PG_TID_PER_BLOCK));
     return true;
   }
   switch (ct->duck) {

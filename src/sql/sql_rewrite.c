@@ -9,7 +9,7 @@
  *   float, float(p)  -> DOUBLE / REAL (PostgreSQL's float is 8 bytes,
  *                                 DuckDB's 4); jsonb -> JSON
  *   ctid             -> rowid     (and `rowid AS ctid` as a select-list item)
- *   '(p,o)'          -> p*65536+o where it is a tuple id: ::tid, ctid = '(p,o)',
+ *   '(p,o)'          -> p*PG_TID_PER_BLOCK+o where it is a tuple id: ::tid, ctid = '(p,o)',
  *                       ctid IN ('(p,o)', ...); never elsewhere (it is data)
  *   ::tid            -> (dropped); column::tid -> mr_tid_rowid(column)
  *   COLLATE pg_catalog.default, COLLATE "default" -> (dropped): DuckDB's
@@ -35,9 +35,11 @@
 
 #include "sql/sql_lex.h"
 #include "sql/sql_state.h"
+#include "sql/sql_types.h"
 #include "sql/sql_util.h"
 
-/* '(123,45)' -> 123*65536+45; false if the literal is not a tid. */
+/* '(123,45)' -> 123*PG_TID_PER_BLOCK+45; false if the literal is not a tid
+ * (or names an offset no row of ours has). */
 static bool tid_literal(const char *s, size_t n, long long *out) {
   if (n < 7 || s[0] != '\'' || s[1] != '(' || s[n - 2] != ')' || s[n - 1] != '\'')
     return false;
@@ -52,9 +54,9 @@ static bool tid_literal(const char *s, size_t n, long long *out) {
   digits = 0;
   for (; i < n - 2 && isdigit((unsigned char)s[i]); i++, digits++)
     off = off * 10 + (s[i] - '0');
-  if (digits == 0 || digits > 5 || i != n - 2 || off > 65535)
+  if (digits == 0 || digits > 5 || i != n - 2 || off >= PG_TID_PER_BLOCK)
     return false;
-  *out = page * 65536 + off;
+  *out = page * PG_TID_PER_BLOCK + off;
   return true;
 }
 

@@ -236,8 +236,8 @@ void pg_encode_binary(sql_strbuf *b, const pg_coltype *ct, duckdb_vector vec, ui
   if (ct->oid == PG_OID_TID) {
     int64_t rid = ((int64_t *)data)[row];
     sql_strbuf_add_be32(b, 6);
-    sql_strbuf_add_be32(b, (uint32_t)(rid >> 16));
-    sql_strbuf_add_be16(b, (uint16_t)(rid & 0xFFFF));
+    sql_strbuf_add_be32(b, (uint32_t)(rid / PG_TID_PER_BLOCK));
+    sql_strbuf_add_be16(b, (uint16_t)(rid % PG_TID_PER_BLOCK));
     return;
   }
   switch (ct->duck) {
@@ -470,7 +470,8 @@ void pg_format_text(sql_strbuf *out, const pg_coltype *ct, duckdb_result *r, uin
   }
   if (ct->oid == PG_OID_TID) {
     int64_t rid = duckdb_value_int64(r, col, row);
-    sql_strbuf_addf(out, "(%lld,%lld)", (long long)(rid >> 16), (long long)(rid & 0xFFFF));
+    sql_strbuf_addf(out, "(%lld,%lld)", (long long)(rid / PG_TID_PER_BLOCK),
+                    (long long)(rid % PG_TID_PER_BLOCK));
     return;
   }
   if (ct->duck == DUCKDB_TYPE_DOUBLE || ct->duck == DUCKDB_TYPE_FLOAT) {

@@ -73,6 +73,20 @@
 #define PG_OID_TEXT 25
 #define PG_OID_TID 27
 
+/*
+ * A tuple id (ctid) stands for a DuckDB rowid: block rid / PG_TID_PER_BLOCK,
+ * offset rid % PG_TID_PER_BLOCK, and '(b,o)' maps back to
+ * b * PG_TID_PER_BLOCK + o. Offsets stay below 2^15: DuckDB's postgres
+ * extension reads a tid's offset as a signed 16-bit number (a real heap page
+ * holds at most 291 tuples), so with 2^16 per block every row from 32768 on
+ * came back as '(-1,32768)' and DuckLake's ctid-keyed DELETE failed.
+ * PG_TID_PER_BLOCK_TEXT is the same number for SQL text.
+ */
+#define PG_TID_PER_BLOCK 32768
+#define PG_TID_STR2(x) #x
+#define PG_TID_STR(x) PG_TID_STR2(x)
+#define PG_TID_PER_BLOCK_TEXT PG_TID_STR(PG_TID_PER_BLOCK)
+
 /* pg_type facts for an OID; false when moraine does not know it. */
 bool pg_type_info(uint32_t oid, const char **typname, int16_t *typlen);
 

@@ -412,6 +412,20 @@ static void ctid_round_trip(void **state) {
   ASSERT_RUN(f, "SELECT a FROM ducklake_c ORDER BY a", "T a:23|D 10|D 12|C SELECT 2|");
 }
 
+/* Rows from 32768 on: the offset wraps at 2^15, never into the sign bit the
+ * postgres extension reads (DuckLake's expiry of 100,000 snapshots deletes
+ * by ctid far past it). */
+static void ctid_past_one_block(void **state) {
+  fixture *f = *state;
+  PRELOAD(f, "CREATE TABLE public.ducklake_d (a INT)");
+  PRELOAD(f, "INSERT INTO public.ducklake_d SELECT range FROM range(32770)");
+  ASSERT_RUN(f, "SELECT a, ctid FROM ducklake_d WHERE a >= 32767 ORDER BY a",
+             "T a:23,ctid:27|D 32767,(0,32767)|D 32768,(1,0)|D 32769,(1,1)|C SELECT 3|");
+  ASSERT_RUN(f, "DELETE FROM ducklake_d WHERE ctid IN ('(1,0)', '(0,32767)')", "C DELETE 2|");
+  ASSERT_RUN(f, "SELECT a FROM ducklake_d WHERE a >= 32766 ORDER BY a",
+             "T a:23|D 32766|D 32769|C SELECT 2|");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(preload_then_query, setup, teardown),
@@ -422,6 +436,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(introspection_answers, setup, teardown),
       cmocka_unit_test_setup_teardown(pgcopy_every_type, setup, teardown),
       cmocka_unit_test_setup_teardown(ctid_round_trip, setup, teardown),
+      cmocka_unit_test_setup_teardown(ctid_past_one_block, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
