@@ -21,8 +21,9 @@ Printed:
     ducklake_expire_snapshots(older_than => now()) +
     ducklake_cleanup_old_files(cleanup_all => true); and after GC_WAIT
     seconds of SlateDB merging and collecting (docs/operations.md "Space"
-    says about 21 minutes), against a fresh catalog holding the same live
-    rows (one table, the same rows in one commit, after a clean stop).
+    says about 21 minutes) while the pipeline goes on with TRICKLE commits a
+    second, against a fresh catalog holding the same live rows (one table,
+    the same rows in one commit, after a clean stop).
 
     .venv/bin/python bench/soak.py [--commits N] [--gc-wait S] [--only moraine]
 
@@ -132,12 +133,19 @@ def run_moraine(args, d):
     con.execute("CALL ducklake_expire_snapshots('lake', older_than => now())")
     con.execute("CALL ducklake_cleanup_old_files('lake', cleanup_all => true)")
     space["expired"] = info(d / "store")["bytes"]
+    # the pipeline goes on committing (TRICKLE a second) while SlateDB merges
+    # the removals down and collects what they freed
     t0 = time.monotonic()
+    next_print = 60
     while time.monotonic() - t0 < args.gc_wait:
-        time.sleep(min(60, args.gc_wait))
-        b = info(d / "store")["bytes"]
-        print(f"  moraine: {time.monotonic() - t0:.0f} s after expiry: {b:,} bytes",
-              file=sys.stderr, flush=True)
+        con.execute(f"INSERT INTO lake.t VALUES ({nrows}, 'v')")
+        nrows += 1
+        time.sleep(1 / args.trickle)
+        if time.monotonic() - t0 >= next_print:
+            next_print += 60
+            b = info(d / "store")["bytes"]
+            print(f"  moraine: {time.monotonic() - t0:.0f} s after expiry: {b:,} bytes",
+                  file=sys.stderr, flush=True)
     space["after_gc"] = info(d / "store")["bytes"]
     space["rss_end"] = rss_mib(m.proc.pid)
     assert con.execute("SELECT count(*) FROM lake.t").fetchone() == (nrows,)
@@ -175,6 +183,8 @@ def main():
     ap.add_argument("--history", type=int, default=100000,
                     help="grow moraine's history to this many snapshots (store API)")
     ap.add_argument("--gc-wait", type=int, default=1320, help="seconds to wait for SlateDB GC")
+    ap.add_argument("--trickle", type=float, default=2.0,
+                    help="commits per second while waiting for GC")
     ap.add_argument("--only", default="moraine,postgres")
     args = ap.parse_args()
     only = set(args.only.split(","))

@@ -401,6 +401,8 @@ mr_status store_commit_write(store_commit *c, store_head *new_head, mr_error *er
     rc = maintenance_ops(c, b, err);
   if (!rc)
     rc = store_write_batch(c->st, b, &c->expected, c->has_snapshot ? c->snapshot_id : UINT64_MAX, new_head, err);
+  if (!rc && (c->counts.snapshots_forgotten || c->counts.inline_deleted))
+    atomic_store(&c->st->flush_wanted, true);
   kv_batch_free(b);
   store_commit_abort(c);
   return rc;

@@ -6,6 +6,8 @@
  * snapshots or flushed inlined rows (commit.c, inside that commit's batch,
  * so the record and what it describes land together or not at all).
  *
+ * Also here: store_flush_if_wanted, the memtable flush after such a commit.
+ *
  * Invariant: the record is rewritten whole; a pass is never edited after it
  * is written.
  */
@@ -62,5 +64,14 @@ mr_status store_maintenance_append(store *st, kv_batch *b, int64_t start_us, con
     rc = kv_batch_put(b, kb.b, kb.len, val, len, err);
   free(val);
   mr_value_free(m);
+  return rc;
+}
+
+mr_status store_flush_if_wanted(store *st, mr_error *err) {
+  if (st->read_only || !atomic_exchange(&st->flush_wanted, false))
+    return MR_OK;
+  mr_status rc = kv_flush(st->db, err);
+  if (rc)
+    atomic_store(&st->flush_wanted, true); /* the next round tries again */
   return rc;
 }

@@ -8,6 +8,8 @@
 
 #include <pthread.h>
 
+#include <stdatomic.h>
+
 #include "kv/kv.h"
 #include "store/store.h"
 
@@ -24,7 +26,16 @@ struct store {
   store_fault_fn fault; /* TESTS ONLY: injected failure before kv_write */
   void *fault_ctx;
   store_write_fault write_fault; /* TESTS ONLY: the next write fails so */
+  atomic_bool flush_wanted;      /* a maintenance commit landed: the watcher
+                                    flushes the memtable (store_flush_if_wanted) */
 };
+
+/* After a commit that removed records (expiry, flushed inlined rows): the
+ * memtable is written out as an L0 SST, so the compactor merges the removals
+ * down and their space comes back even when no commit follows (an idle
+ * catalog never fills the 256 KiB memtable). Called by the watcher thread;
+ * a no-op unless a maintenance commit asked for it. */
+mr_status store_flush_if_wanted(store *st, mr_error *err) MR_MUST_CHECK;
 
 /* Encodes k, wrapping the error with the caller's context. */
 mr_status store_key_bytes(const mr_key *k, mr_keybuf *out, mr_error *err) MR_MUST_CHECK;

@@ -6,6 +6,9 @@
  * While the store is failed it runs store_recover instead of the probe, so
  * that writes resume by themselves once the store answers again.
  *
+ * After a maintenance commit it also flushes the memtable
+ * (store_flush_if_wanted), so removals are merged away on an idle store.
+ *
  * On fencing, or when recovery finds the owner must reload, it calls the
  * owner's hook once and stops; what to do then (serve exits, or restarts
  * itself) is the owner's policy, not the store's.
@@ -15,7 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "store/store.h"
+#include "store/store_internal.h"
 
 struct store_watch {
   store *st;
@@ -96,6 +99,9 @@ static void *watch_main(void *arg) {
     else if (rc == MR_OK && down)
       fprintf(stderr, "moraine: store answers again\n");
     down = rc != MR_OK;
+    if (rc == MR_OK && store_flush_if_wanted(w->st, &err) != MR_OK)
+      fprintf(stderr, "moraine: maintenance: memtable flush failed (retried next round): %s\n",
+              err.msg);
   }
   return NULL;
 }
