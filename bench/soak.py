@@ -51,6 +51,15 @@ def info(store_dir):
     return json.loads(r.stdout)
 
 
+def live_bytes(store_dir):
+    """Key + value bytes of every live key (`moraine census`)."""
+    r = subprocess.run([C.MORAINE, "census", str(store_dir), "--json"], capture_output=True,
+                       text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"moraine census: {r.stderr.strip()}")
+    return sum(v["bytes"] for v in json.loads(r.stdout)["subspaces"].values())
+
+
 def rss_mib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -147,6 +156,7 @@ def run_moraine(args, d):
             print(f"  moraine: {time.monotonic() - t0:.0f} s after expiry: {b:,} bytes",
                   file=sys.stderr, flush=True)
     space["after_gc"] = info(d / "store")["bytes"]
+    space["live"] = live_bytes(d / "store")
     space["rss_end"] = rss_mib(m.proc.pid)
     assert con.execute("SELECT count(*) FROM lake.t").fetchone() == (nrows,)
     con.close()
@@ -161,6 +171,7 @@ def run_moraine(args, d):
     con.close()
     fresh.stop()
     space["fresh"] = info(d / "fresh")["bytes"]
+    space["fresh_live"] = live_bytes(d / "fresh")
     return res, space
 
 
@@ -212,6 +223,9 @@ def main():
           f"cleanup {space['expired']:,}; {args.gc_wait} s later {space['after_gc']:,}; a fresh "
           f"catalog with the same live rows {space['fresh']:,} "
           f"({space['after_gc'] / space['fresh']:.2f}x); server RSS at the end {space['rss_end']} MiB")
+    print(f"live keys + values (census): expired catalog {space['live']:,} (its objects hold "
+          f"{space['after_gc'] / space['live']:.2f}x that), fresh catalog {space['fresh_live']:,} "
+          f"({space['fresh'] / space['fresh_live']:.2f}x)")
 
 
 if __name__ == "__main__":
