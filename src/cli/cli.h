@@ -10,5 +10,7 @@ int cli_serve(int argc, char **argv);
 int cli_user(int argc, char **argv);
 /* `moraine info` / `moraine census` (inspect.c); cmd names which. */
 int cli_inspect(const char *cmd, int argc, char **argv);
+/* `moraine verify` (verify.c). */
+int cli_verify(int argc, char **argv);
 
 #endif

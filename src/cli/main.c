@@ -30,6 +30,9 @@ static const char usage[] =
     "        a store's format, creator, head snapshot and time, maintenance (read-only)\n"
     "  census STORE [--json]\n"
     "        keys and bytes per subspace and kind (read-only, one full scan)\n"
+    "  verify STORE [--json] [--changelog-window N]\n"
+    "        check every key, value, directory entry, the changelog and the head\n"
+    "        (read-only; exit 0 clean, 3 damaged, 1 could not verify)\n"
     "  user add NAME --role read|write --users-file FILE\n"
     "        add or change a user of --users-file (password asked, never stored)\n"
     "  admission-table\n"
@@ -67,6 +70,8 @@ int main(int argc, char **argv) {
     return cli_user(argc - 1, argv + 1);
   if (strcmp(cmd, "info") == 0 || strcmp(cmd, "census") == 0)
     return cli_inspect(cmd, argc - 1, argv + 1);
+  if (strcmp(cmd, "verify") == 0)
+    return cli_verify(argc - 1, argv + 1);
   fprintf(stderr, "moraine: unknown command '%s' (see moraine --help)\n", cmd);
   return 2;
 }

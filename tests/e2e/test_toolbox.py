@@ -1,11 +1,17 @@
-"""The read-only toolbox (`moraine info`, `moraine census`) against stores a
-real server wrote, while that server keeps running and after it stopped.
-The binary is MORAINE_BIN.
+"""The read-only toolbox (`moraine info`, `census`, `verify`, ...) against
+stores a real server wrote, while that server keeps running and after it
+stopped. The binary is MORAINE_BIN; `verify` is handed damage made by the
+test-only tests/tools/keytool.c (MORAINE_KEYTOOL, or found beside the binary
+or in build/).
 """
 import json
+import os
+import pathlib
+import shutil
 import subprocess
 
 import psycopg
+import pytest
 
 from conftest import connect
 from test_pg_front import MORAINE, Server
@@ -61,3 +67,183 @@ def test_toolbox_failures_are_one_line(tmp_path):
     assert r.returncode == 2
     r = tool("info", "--help")
     assert r.returncode == 0 and "read-only" in r.stdout
+
+
+# ---- moraine verify -----------------------------------------------------------
+
+def keytool_path():
+    """The test-only store damager (tests/tools/keytool.c): MORAINE_KEYTOOL,
+    else beside MORAINE_BIN, else in this checkout's build folder."""
+    if os.environ.get("MORAINE_KEYTOOL"):
+        return os.environ["MORAINE_KEYTOOL"]
+    beside = pathlib.Path(MORAINE).parent / "moraine-keytool"
+    if beside.exists():
+        return str(beside)
+    return str(pathlib.Path(__file__).resolve().parents[2] / "build/tests/tools/moraine-keytool")
+
+
+def keytool(store, *args):
+    r = subprocess.run([keytool_path(), f"file://{store}", *args], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+@pytest.fixture(scope="module")
+def built_store(tmp_path_factory):
+    """A store a real server wrote: two schemas, a renamed table (history),
+    data files and a delete file (inlining off), 6 snapshots; verified clean
+    while the server still runs, then the server is stopped."""
+    root = tmp_path_factory.mktemp("verify")
+    store = root / "store"
+    s = Server("--store", f"file://{store}")
+    try:
+        duck = connect()
+        duck.execute(f"ATTACH 'ducklake:postgres:{s.dsn()}' AS lake "
+                     f"(DATA_PATH '{root}/data/', DATA_INLINING_ROW_LIMIT 0)")
+        duck.execute("CREATE TABLE lake.t (id BIGINT, s VARCHAR)")
+        duck.execute("INSERT INTO lake.t SELECT range, 'v' || range FROM range(100)")
+        duck.execute("DELETE FROM lake.t WHERE id < 10")
+        duck.execute("CREATE SCHEMA lake.s2")
+        duck.execute("CREATE TABLE lake.s2.u (a INT)")
+        duck.execute("ALTER TABLE lake.t RENAME TO t2")
+        head = duck.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+        r = tool("verify", str(store))  # beside the running writer
+        assert r.returncode == 0, r.stdout + r.stderr
+        duck.execute("INSERT INTO lake.s2.u VALUES (1)")  # the writer was not disturbed
+        head += 1
+        duck.close()
+    finally:
+        assert s.stop() == 0
+    return store, head
+
+
+def damaged_copy(built_store, tmp_path, *edits):
+    store, head = built_store
+    copy = tmp_path / "copy"
+    shutil.copytree(store, copy)
+    for edit in edits:
+        keytool(copy, *edit)
+    return copy
+
+
+def verify_json(store):
+    r = tool("verify", str(store), "--json")
+    assert r.returncode in (0, 3), r.stderr
+    out = json.loads(r.stdout)
+    assert out["clean"] == (r.returncode == 0) and out["clean"] == (out["problems"] == [])
+    return out
+
+
+def test_verify_clean_store(built_store):
+    store, head = built_store
+    r = tool("verify", str(store))
+    assert r.returncode == 0 and r.stdout.startswith("clean: "), r.stdout + r.stderr
+    out = verify_json(f"file://{store}")
+    assert out["clean"] and out["head_snapshot"] == head
+    assert out["snapshots"] == head + 1 and out["changelog_records"] == head + 1
+    assert out["keys"] == len(keytool(store, "keys"))
+
+
+def find_key(store, prefix, contains=""):
+    keys = [k for k in keytool(store, "keys") if k.startswith(prefix) and contains in k]
+    assert keys, (prefix, contains)
+    return keys[0]
+
+
+# Each case: the edits (keytool arguments, with {head} standing for the head
+# snapshot) and the (check, key, words in the problem) verify must report —
+# exactly these, nothing else.
+VERIFY_CASES = {
+    "undecodable key": (
+        [("put", "0x0799aa", "")],
+        [("key", "0x0799aa", "does not decode")]),
+    "undecodable value": (
+        [("put", "current/tstat{table_id=1}", "4d524e4501ffff")],
+        [("value", "current/tstat{table_id=1}", "undecodable")]),
+    "wrong magic": (
+        [("put", "current/column{table_id=1,column_id=1}", "0011223301aa")],
+        [("value", "current/column{table_id=1,column_id=1}", "magic")]),
+    "ids disagree": (
+        [("copy", "current/table{table_id=1}", "current/table{table_id=77}")],
+        [("ids", "current/table{table_id=77}", "table_id is 1 in the value, 77 in the key")]),
+    "ended version under a current key": (
+        [("copy", "history/table{table_id=1,end_snapshot=6}", "current/table{table_id=1}")],
+        [("ids", "current/table{table_id=1}", "end_snapshot"),
+         # a table that does not decode implies no name entry
+         ("name", 'name{name_kind=table,parent_id=0,exact_name="t2",entity_id=1}', "cannot be read")]),
+    "name entry missing": (
+        [("delete", 'name{name_kind=table,parent_id=0,exact_name="t2",entity_id=1}')],
+        [("name", "current/table{table_id=1}",
+          'no name entry (expected name{name_kind=table,parent_id=0,exact_name="t2",entity_id=1})')]),
+    "stale name entry of a renamed table": (
+        [("put", 'name{name_kind=table,parent_id=0,exact_name="t",entity_id=1}', "")],
+        [("name", 'name{name_kind=table,parent_id=0,exact_name="t",entity_id=1}',
+          'whose entry is name{name_kind=table,parent_id=0,exact_name="t2",entity_id=1}')]),
+    "name entry of nothing": (
+        [("put", 'name{name_kind=schema,parent_id=0,exact_name="ghost",entity_id=99}', "")],
+        [("name", 'name{name_kind=schema,parent_id=0,exact_name="ghost",entity_id=99}',
+          "current/schema{schema_id=99}, which is not a current record")]),
+    "delete_target entry missing": (
+        [("delete", "delete_target{table_id=1,data_file_id=0,delete_file_id=1}")],
+        [("delete_target", "current/delfile{table_id=1,delete_file_id=1}",
+          "no delete_target entry (expected delete_target{table_id=1,data_file_id=0,delete_file_id=1})")]),
+    "delete_target entry of another file": (
+        [("put", "delete_target{table_id=1,data_file_id=5,delete_file_id=1}", "")],
+        [("delete_target", "delete_target{table_id=1,data_file_id=5,delete_file_id=1}",
+          "whose entry is delete_target{table_id=1,data_file_id=0,delete_file_id=1}")]),
+    "changelog record missing": (
+        [("delete", "changelog{snapshot_id={head_1}}")],
+        [("changelog", "changelog{snapshot_id={head_1}}", "is missing")]),
+    "head behind the newest snapshot": (
+        [("set-head", "{head_1}", "100")],
+        [("head", "snapshot{snapshot_id={head}}", "newer than the head snapshot {head_1}"),
+         ("changelog", "changelog{snapshot_id={head}}", "newer than the head snapshot {head_1}"),
+         ("lifecycle", "current/file{table_id=3,", "begins at snapshot {head}, after the head snapshot {head_1}")]),
+    "head snapshot record lost": (
+        [("delete", "snapshot{snapshot_id={head}}")],
+        [("head", "sys/head", "names snapshot {head}, but the newest snapshot record is {head_1}")]),
+    "sys/head lost": (
+        [("delete", "sys/head")],
+        [("head", "sys/head", "is missing")]),
+}
+
+
+@pytest.mark.parametrize("case", list(VERIFY_CASES))
+def test_verify_reports_damage(built_store, tmp_path, case):
+    store, head = built_store
+    edits, expected = VERIFY_CASES[case]
+    fill = lambda s: s.replace("{head}", str(head)).replace("{head_1}", str(head - 1))
+    copy = damaged_copy(built_store, tmp_path, *[tuple(fill(a) for a in e) for e in edits])
+    out = verify_json(copy)
+    got = out["problems"]
+    assert not out["clean"]
+    for check, key, words in expected:
+        key, words = fill(key), fill(words)
+        hits = [p for p in got if p["check"] == check and p["key"].startswith(key) and words in p["problem"]]
+        assert hits, f"{case}: no ({check}, {key}, {words}) in {got}"
+    # nothing else: one report per expected line (a lifecycle line may match several records)
+    assert len(got) >= len(expected)
+    unexpected = [p for p in got if not any(
+        p["check"] == c and p["key"].startswith(fill(k)) for c, k, _ in expected)]
+    assert unexpected == [], unexpected
+    # the text form: one line per problem, "check key: problem", then the summary
+    r = tool("verify", str(copy))
+    assert r.returncode == 3 and r.stderr == ""
+    lines = r.stdout.splitlines()
+    assert lines[-1] == f"damaged: {len(got)} problem{'s' if len(got) != 1 else ''} in {out['keys']} keys"
+    assert len(lines) == len(got) + 1
+    for p, line in zip(got, lines):
+        assert line.split(None, 1) == [p["check"], f"{p['key']}: {p['problem']}"]
+
+
+def test_verify_cannot_run(tmp_path):
+    r = tool("verify", str(tmp_path / "nothing-here"))
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("moraine: verify: ")
+    r = tool("verify")
+    assert r.returncode == 2 and "which store" in r.stderr
+    r = tool("verify", "x", "--changelog-window", "0")
+    assert r.returncode == 2
+    r = tool("verify", "--help")
+    assert r.returncode == 0 and "3 damaged" in r.stdout
