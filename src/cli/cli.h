@@ -12,5 +12,8 @@ int cli_user(int argc, char **argv);
 int cli_inspect(const char *cmd, int argc, char **argv);
 /* `moraine verify` (verify.c). */
 int cli_verify(int argc, char **argv);
+/* `moraine snapshots` (snapshots.c), `moraine show` (show.c). */
+int cli_snapshots(int argc, char **argv);
+int cli_show(int argc, char **argv);
 
 #endif

@@ -33,6 +33,10 @@ static const char usage[] =
     "  verify STORE [--json] [--changelog-window N]\n"
     "        check every key, value, directory entry, the changelog and the head\n"
     "        (read-only; exit 0 clean, 3 damaged, 1 could not verify)\n"
+    "  snapshots STORE [--json]\n"
+    "        every snapshot: id, time, schema version, changes, author, message\n"
+    "  show STORE [--at SNAPSHOT|TIMESTAMP] [TABLE] [--json]\n"
+    "        the catalog at a snapshot: schemas, tables, columns, files, inlined rows\n"
     "  user add NAME --role read|write --users-file FILE\n"
     "        add or change a user of --users-file (password asked, never stored)\n"
     "  admission-table\n"
@@ -72,6 +76,10 @@ int main(int argc, char **argv) {
     return cli_inspect(cmd, argc - 1, argv + 1);
   if (strcmp(cmd, "verify") == 0)
     return cli_verify(argc - 1, argv + 1);
+  if (strcmp(cmd, "snapshots") == 0)
+    return cli_snapshots(argc - 1, argv + 1);
+  if (strcmp(cmd, "show") == 0)
+    return cli_show(argc - 1, argv + 1);
   fprintf(stderr, "moraine: unknown command '%s' (see moraine --help)\n", cmd);
   return 2;
 }

@@ -128,6 +128,34 @@ void tool_json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* An optional int64 as JSON. */
+static void json_opt_i64(FILE *f, const char *name, protobuf_c_boolean has, int64_t v) {
+  if (has)
+    fprintf(f, ", \"%s\": %lld", name, (long long)v);
+  else
+    fprintf(f, ", \"%s\": null", name);
+}
+
+void tool_json_snapshot_fields(FILE *f, const Moraine__V1__Snapshot *s) {
+  fprintf(f, "\"snapshot_id\": %lld, \"snapshot_time\": ", (long long)s->snapshot_id);
+  if (s->has_snapshot_time) {
+    char t[48];
+    tool_iso_time(s->snapshot_time, t, sizeof t);
+    tool_json_str(f, t);
+  } else {
+    fputs("null", f);
+  }
+  json_opt_i64(f, "schema_version", s->has_schema_version, s->schema_version);
+  json_opt_i64(f, "next_catalog_id", s->has_next_catalog_id, s->next_catalog_id);
+  json_opt_i64(f, "next_file_id", s->has_next_file_id, s->next_file_id);
+  const char *names[] = {"changes_made", "author", "commit_message", "commit_extra_info"};
+  const char *values[] = {s->changes_made, s->author, s->commit_message, s->commit_extra_info};
+  for (int i = 0; i < 4; i++) {
+    fprintf(f, ", \"%s\": ", names[i]);
+    tool_json_str(f, values[i]);
+  }
+}
+
 void tool_progress_init(tool_progress *p, const char *cmd) {
   memset(p, 0, sizeof *p);
   p->cmd = cmd;

@@ -49,6 +49,15 @@ bool tool_parse_u64(const char *s, uint64_t *v);
 /* s as a JSON string (quoted, escaped), or null for NULL. */
 void tool_json_str(FILE *f, const char *s);
 
+/*
+ * The fields of a snapshot record as DuckLake's ducklake_snapshot and
+ * ducklake_snapshot_changes hold them, as JSON members (no braces):
+ * "snapshot_id": .., "snapshot_time": "..Z" | null, "schema_version",
+ * "next_catalog_id", "next_file_id", "changes_made", "author",
+ * "commit_message", "commit_extra_info" (null for NULL).
+ */
+void tool_json_snapshot_fields(FILE *f, const Moraine__V1__Snapshot *s);
+
 /* Progress on stderr: on a terminal a line rewritten in place at most every
  * half second and erased at the end; elsewhere a line every 10 seconds. */
 typedef struct tool_progress {

@@ -4,6 +4,7 @@ stopped. The binary is MORAINE_BIN; `verify` is handed damage made by the
 test-only tests/tools/keytool.c (MORAINE_KEYTOOL, or found beside the binary
 or in build/).
 """
+import datetime
 import json
 import os
 import pathlib
@@ -247,3 +248,166 @@ def test_verify_cannot_run(tmp_path):
     assert r.returncode == 2
     r = tool("verify", "--help")
     assert r.returncode == 0 and "3 damaged" in r.stdout
+
+
+# ---- moraine snapshots and moraine show -----------------------------------------
+
+@pytest.fixture(scope="module")
+def history_store(tmp_path_factory):
+    """A server (still running) whose catalog went through inlined and file
+    inserts, a commit message, inlined and file deletes, a column added, a
+    schema, a view, a rename and a drop; with a DuckLake client attached."""
+    root = tmp_path_factory.mktemp("history")
+    store = root / "store"
+    s = Server("--store", f"file://{store}")
+    duck = connect()
+    try:
+        duck.execute(f"ATTACH 'ducklake:postgres:{s.dsn()}' AS lake (DATA_PATH '{root}/data/')")
+        for sql in [
+            "CREATE TABLE lake.t (id BIGINT, s VARCHAR)",
+            "INSERT INTO lake.t VALUES (1, 'a'), (2, 'b')",
+            "BEGIN",
+            "INSERT INTO lake.t SELECT range, 'x' FROM range(10, 60)",
+            "CALL lake.set_commit_message('alice', 'bulk load', extra_info => '{\"k\": 1}')",
+            "COMMIT",
+            "DELETE FROM lake.t WHERE id < 20",
+            "ALTER TABLE lake.t ADD COLUMN n INTEGER",
+            "CREATE SCHEMA lake.s2",
+            "CREATE TABLE lake.s2.u (a INT, b STRUCT(x INT, y VARCHAR))",
+            "INSERT INTO lake.s2.u SELECT range, {'x': range, 'y': 'q'} FROM range(30)",
+            "DELETE FROM lake.s2.u WHERE a % 3 = 0",
+            "CREATE VIEW lake.v AS SELECT id FROM lake.t",
+            "ALTER TABLE lake.t RENAME TO t2",
+            "CREATE TABLE lake.gone (z INT)",
+            "DROP TABLE lake.gone",
+        ]:
+            duck.execute(sql)
+        yield store, s, duck
+    finally:
+        duck.close()
+        assert s.stop() == 0
+
+
+def test_snapshots_match_ducklake(history_store):
+    store, server, duck = history_store
+    r = tool("snapshots", str(store), "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)["snapshots"]
+    want = duck.execute("SELECT snapshot_id, snapshot_time, schema_version, author, commit_message, "
+                        "commit_extra_info FROM lake.snapshots() ORDER BY snapshot_id").fetchall()
+    with psycopg.connect(server.dsn(), autocommit=True) as con:
+        changes = dict(con.execute("SELECT snapshot_id, changes_made FROM ducklake_snapshot_changes").fetchall())
+    assert [g["snapshot_id"] for g in got] == [w[0] for w in want]
+    for g, (sid, when, sv, author, message, extra) in zip(got, want):
+        assert g["snapshot_time"] == when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        assert (g["schema_version"], g["author"], g["commit_message"], g["commit_extra_info"]) == \
+            (sv, author, message, extra)
+        assert g["changes_made"] == changes[sid]
+    assert any(g["author"] == "alice" and g["commit_message"] == "bulk load" for g in got)
+    r = tool("snapshots", str(store))
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == len(want) + 1
+    assert "alice" in r.stdout and "bulk load" in r.stdout
+
+
+def ducklake_at(duck, server, n):
+    """What a DuckLake client attached at snapshot n sees: {schema.table:
+    (columns, rows, file names)} and the views."""
+    alias = f"at{n}"
+    duck.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS {alias} (SNAPSHOT_VERSION {n})")
+    try:
+        rels = duck.execute("SELECT table_schema, table_name, table_type FROM information_schema.tables "
+                            f"WHERE table_catalog = '{alias}'").fetchall()
+        tables, views = {}, set()
+        for schema, name, kind in rels:
+            if kind == "VIEW":
+                views.add(f"{schema}.{name}")
+                continue
+            cols = [c[0] for c in duck.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_catalog = ? "
+                "AND table_schema = ? AND table_name = ? ORDER BY ordinal_position",
+                [alias, schema, name]).fetchall()]
+            rows = duck.execute(f'SELECT count(*) FROM {alias}."{schema}"."{name}"').fetchone()[0]
+            files = sorted(os.path.basename(f[0]) for f in duck.execute(
+                "FROM ducklake_list_files('lake', ?, schema => ?, snapshot_version => ?)",
+                [name, schema, n]).fetchall())
+            tables[f"{schema}.{name}"] = (cols, rows, files)
+        return tables, views
+    finally:
+        duck.execute(f"DETACH {alias}")
+
+
+def show_json(store, *args):
+    r = tool("show", str(store), "--json", *args)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def moraine_at(out):
+    tables, views = {}, set()
+    for sc in out["schemas"]:
+        for t in sc["tables"]:
+            cols = [c["column_name"] for c in t["columns"] if c["parent_column"] is None]
+            files = sorted(os.path.basename(f["path"]) for f in t["data_files"])
+            tables[f"{sc['schema_name']}.{t['table_name']}"] = (cols, t["rows"], files)
+        views |= {f"{sc['schema_name']}.{v['view_name']}" for v in sc["views"]}
+    return tables, views
+
+
+def test_show_matches_ducklake_at_every_snapshot(history_store):
+    store, server, duck = history_store
+    head = duck.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+    for n in range(head + 1):
+        out = show_json(store, "--at", str(n))
+        assert out["snapshot"]["snapshot_id"] == n
+        assert moraine_at(out) == ducklake_at(duck, server, n), f"snapshot {n}"
+    # the head by default, and the nested struct fields are there with their parent
+    out = show_json(store)
+    assert out["snapshot"]["snapshot_id"] == head
+    u = [t for sc in out["schemas"] for t in sc["tables"] if t["table_name"] == "u"][0]
+    b = [c for c in u["columns"] if c["column_name"] == "b"][0]
+    assert sorted(c["column_name"] for c in u["columns"] if c["parent_column"] == b["column_id"]) == ["x", "y"]
+
+
+def test_show_one_table_and_at_a_time(history_store):
+    store, server, duck = history_store
+    snaps = duck.execute("SELECT snapshot_id, snapshot_time FROM lake.snapshots() "
+                         "WHERE author = 'alice'").fetchall()
+    n, when = snaps[0]
+    stamp = when.astimezone(datetime.timezone.utc)
+    # the commit's own time names it; a microsecond before names the one before
+    for t, expect in [(stamp, n), (stamp - datetime.timedelta(microseconds=1), n - 1)]:
+        out = show_json(store, "--at", t.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "t")
+        assert out["snapshot"]["snapshot_id"] == expect
+        [sc] = out["schemas"]
+        [t_] = sc["tables"]
+        assert t_["table_name"] == "t"
+        rows = duck.execute(f"SELECT count(*) FROM lake.t AT (VERSION => {expect})").fetchone()[0]
+        assert t_["rows"] == rows
+    # a table by schema.name, in text
+    r = tool("show", str(store), "s2.u")
+    assert r.returncode == 0, r.stderr
+    rows = duck.execute("SELECT count(*) FROM lake.s2.u").fetchone()[0]
+    assert f"table s2.u (id " in r.stdout and f"): {rows} rows" in r.stdout
+    assert "data files" in r.stdout and "columns" in r.stdout
+    # the whole catalog in text: one line per schema, table and view
+    r = tool("show", str(store))
+    assert r.returncode == 0 and "schema s2 (id" in r.stdout and "  view v (id" in r.stdout
+
+
+def test_show_refusals(history_store):
+    store, server, duck = history_store
+    for args, words in [
+        (("--at", "9999"), "no snapshot 9999"),
+        (("--at", "1999-01-01T00:00:00Z"), "no snapshot was taken at or before"),
+        (("--at", "yesterday"), "--at takes a snapshot id or a UTC time"),
+        (("nosuchtable",), "no table 'nosuchtable'"),
+    ]:
+        r = tool("show", str(store), *args)
+        assert r.returncode == 1 and words in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("moraine: show: ")
+    r = tool("show", "--help")
+    assert r.returncode == 0 and "--at" in r.stdout
+    r = tool("snapshots", "--help")
+    assert r.returncode == 0
+    r = tool("snapshots")
+    assert r.returncode == 2
