@@ -15,5 +15,7 @@ int cli_verify(int argc, char **argv);
 /* `moraine snapshots` (snapshots.c), `moraine show` (show.c). */
 int cli_snapshots(int argc, char **argv);
 int cli_show(int argc, char **argv);
+/* `moraine watch` (watch.c). */
+int cli_watch(int argc, char **argv);
 
 #endif

@@ -37,6 +37,8 @@ static const char usage[] =
     "        every snapshot: id, time, schema version, changes, author, message\n"
     "  show STORE [--at SNAPSHOT|TIMESTAMP] [TABLE] [--json]\n"
     "        the catalog at a snapshot: schemas, tables, columns, files, inlined rows\n"
+    "  watch STORE [--from SNAPSHOT] [--interval-ms N]\n"
+    "        follow the writer: each commit as a JSON line, until SIGINT/SIGTERM\n"
     "  user add NAME --role read|write --users-file FILE\n"
     "        add or change a user of --users-file (password asked, never stored)\n"
     "  admission-table\n"
@@ -80,6 +82,8 @@ int main(int argc, char **argv) {
     return cli_snapshots(argc - 1, argv + 1);
   if (strcmp(cmd, "show") == 0)
     return cli_show(argc - 1, argv + 1);
+  if (strcmp(cmd, "watch") == 0)
+    return cli_watch(argc - 1, argv + 1);
   fprintf(stderr, "moraine: unknown command '%s' (see moraine --help)\n", cmd);
   return 2;
 }

@@ -8,8 +8,12 @@ import datetime
 import json
 import os
 import pathlib
+import queue
 import shutil
+import signal
 import subprocess
+import threading
+import time
 
 import psycopg
 import pytest
@@ -411,3 +415,86 @@ def test_show_refusals(history_store):
     assert r.returncode == 0
     r = tool("snapshots")
     assert r.returncode == 2
+
+
+# ---- moraine watch ------------------------------------------------------------
+
+class Watch:
+    """`moraine watch` running beside a server; its JSON lines gathered by a
+    thread."""
+
+    def __init__(self, store, *args):
+        self.proc = subprocess.Popen([MORAINE, "watch", str(store), "--interval-ms", "100", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(json.loads(l)) for l in self.proc.stdout],
+                         daemon=True).start()
+        ready = self.proc.stderr.readline()
+        assert "following the writer" in ready, ready
+
+    def take(self, n, timeout=30):
+        got = []
+        deadline = time.time() + timeout
+        while len(got) < n:
+            got.append(self.lines.get(timeout=max(0.1, deadline - time.time())))
+        return got
+
+    def stop(self, sig=signal.SIGINT):
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=15)
+        rest = self.proc.stderr.read()
+        return code, rest
+
+
+def test_watch_follows_the_writer(tmp_path):
+    store = tmp_path / "store"
+    s = Server("--store", f"file://{store}")
+    duck = connect()
+    try:
+        duck.execute(f"ATTACH 'ducklake:postgres:{s.dsn()}' AS lake (DATA_PATH '{tmp_path}/data/')")
+        duck.execute("CREATE TABLE lake.early (x INT)")
+        w = Watch(store)  # only what comes after its start
+        duck.execute("CREATE TABLE lake.t (id BIGINT)")
+        duck.execute("BEGIN")
+        duck.execute("INSERT INTO lake.t VALUES (1), (2), (3)")
+        duck.execute("CALL lake.set_commit_message('bob', 'three rows')")
+        duck.execute("COMMIT")
+        duck.execute("INSERT INTO lake.t SELECT range FROM range(100)")
+        duck.execute("DROP TABLE lake.early")
+        got = w.take(4)
+        want = duck.execute("SELECT snapshot_id, author, commit_message FROM lake.snapshots() "
+                            "ORDER BY snapshot_id").fetchall()[-4:]
+        assert [(g["snapshot_id"], g["author"], g["commit_message"]) for g in got] == want
+        created, inlined, inserted, dropped = got
+        assert created["changes_made"] == 'created_table:"main"."t"'
+        [t] = created["tables"]
+        assert (t["schema_name"], t["table_name"]) == ("main", "t") and t["changes"]["table"] == 1
+        assert inlined["tables"][0]["changes"]["data_row"] == 3 and inlined["author"] == "bob"
+        assert inserted["tables"][0]["changes"]["file"] == 1
+        [gone] = dropped["tables"]
+        assert gone["table_name"] == "early" and gone["changes"]["table"] == 1  # named as before the drop
+        assert w.lines.empty()
+        code, rest = w.stop(signal.SIGINT)
+        assert code == 0 and rest == "", rest
+
+        # --from replays the past, then follows; SIGTERM stops it too
+        w = Watch(store, "--from", "1")
+        past = w.take(len(duck.execute("FROM lake.snapshots() WHERE snapshot_id >= 1").fetchall()))
+        assert [p["snapshot_id"] for p in past] == list(range(1, want[-1][0] + 1))
+        duck.execute("INSERT INTO lake.t VALUES (7)")
+        [new] = w.take(1)
+        assert new["snapshot_id"] == want[-1][0] + 1 and new["tables"][0]["table_name"] == "t"
+        code, rest = w.stop(signal.SIGTERM)
+        assert code == 0 and rest == "", rest
+    finally:
+        duck.close()
+        assert s.stop() == 0
+
+
+def test_watch_refusals(tmp_path):
+    r = tool("watch", str(tmp_path / "nothing-here"))
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = tool("watch", "x", "--from", "soon")
+    assert r.returncode == 2 and "--from takes a snapshot id" in r.stderr
+    r = tool("watch", "--help")
+    assert r.returncode == 0 and "SIGINT" in r.stdout
