@@ -498,3 +498,40 @@ def test_watch_refusals(tmp_path):
     assert r.returncode == 2 and "--from takes a snapshot id" in r.stderr
     r = tool("watch", "--help")
     assert r.returncode == 0 and "SIGINT" in r.stdout
+
+
+# ---- every command on an object-store URL -------------------------------------
+
+def test_the_tools_on_s3_beside_a_running_writer(tmp_path):
+    import emulators
+    emu = emulators.start("s3", tmp_path / "moto")
+    try:
+        store = emu.url("toolbox")
+        s = Server("--store", store, env=emu.env)
+        duck = connect()
+        try:
+            duck.execute(f"ATTACH 'ducklake:postgres:{s.dsn()}' AS lake (DATA_PATH '{tmp_path}/data/')")
+            duck.execute("CREATE TABLE lake.t (id BIGINT)")
+            duck.execute("INSERT INTO lake.t VALUES (1), (2)")
+            head = duck.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+            env = {**os.environ, **emu.env}
+            run = lambda *a: subprocess.run([MORAINE, *a], capture_output=True, text=True, timeout=60, env=env)
+            r = run("verify", store, "--json")
+            assert r.returncode == 0 and json.loads(r.stdout)["head_snapshot"] == head, r.stdout + r.stderr
+            r = run("snapshots", store, "--json")
+            assert r.returncode == 0 and len(json.loads(r.stdout)["snapshots"]) == head + 1, r.stderr
+            r = run("show", store, "t", "--json")
+            assert r.returncode == 0 and json.loads(r.stdout)["schemas"][0]["tables"][0]["rows"] == 2, r.stderr
+            w = subprocess.Popen([MORAINE, "watch", store, "--from", str(head), "--interval-ms", "100"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            assert "following the writer" in w.stderr.readline()
+            assert json.loads(w.stdout.readline())["snapshot_id"] == head
+            duck.execute("INSERT INTO lake.t VALUES (3)")  # the writer goes on, the watcher sees it
+            assert json.loads(w.stdout.readline())["snapshot_id"] == head + 1
+            w.send_signal(signal.SIGINT)
+            assert w.wait(timeout=15) == 0
+        finally:
+            duck.close()
+            assert s.stop() == 0
+    finally:
+        emu.stop()
