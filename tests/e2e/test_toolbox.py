@@ -535,3 +535,81 @@ def test_the_tools_on_s3_beside_a_running_writer(tmp_path):
             assert s.stop() == 0
     finally:
         emu.stop()
+
+
+# ---- moraine export ------------------------------------------------------------
+
+def relations_at(duck, catalog, n):
+    """schema.table names of catalog's tables at snapshot n (DuckLake attached
+    there)."""
+    alias = f"names{n}"
+    duck.execute(f"ATTACH 'ducklake:{catalog}' AS {alias} (SNAPSHOT_VERSION {n}, READ_ONLY)")
+    try:
+        return sorted(f'"{s}"."{t}"' for s, t in duck.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            f"WHERE table_catalog = '{alias}' AND table_type = 'BASE TABLE'").fetchall())
+    finally:
+        duck.execute(f"DETACH {alias}")
+
+
+def test_export_round_trip_every_table_at_every_snapshot(history_store, tmp_path):
+    store, server, duck = history_store
+    out = tmp_path / "lake.duckdb"
+    r = tool("export", str(store), str(out))  # beside the running writer
+    assert r.returncode == 0, r.stderr
+    assert out.exists() and not list(tmp_path.glob("moraine_export_*"))
+    duck.execute(f"ATTACH 'ducklake:{out}' AS exported (READ_ONLY)")
+    try:
+        want = duck.execute("SELECT snapshot_id, schema_version, changes::VARCHAR, author, commit_message "
+                            "FROM lake.snapshots() ORDER BY 1").fetchall()
+        assert duck.execute("SELECT snapshot_id, schema_version, changes::VARCHAR, author, commit_message "
+                            "FROM exported.snapshots() ORDER BY 1").fetchall() == want
+        compared = 0
+        for n, *_ in want:
+            names = relations_at(duck, f"postgres:{server.dsn()}", n)
+            assert relations_at(duck, str(out), n) == names, f"snapshot {n}"
+            for name in names:
+                q = "SELECT * FROM {}.{} AT (VERSION => %d) ORDER BY ALL" % n
+                assert duck.execute(q.format("exported", name)).fetchall() == \
+                    duck.execute(q.format("lake", name)).fetchall(), f"{name} at {n}"
+                compared += 1
+        assert compared >= 10
+    finally:
+        duck.execute("DETACH exported")
+
+    # --at: the catalog as it was then, and stock DuckLake writes on from there
+    n = [s for s, *_ in want if s > 2][0]
+    cut = tmp_path / "cut.duckdb"
+    r = tool("export", str(store), "--at", str(n), str(cut))
+    assert r.returncode == 0, r.stderr
+    duck.execute(f"ATTACH 'ducklake:{cut}' AS cut")
+    try:
+        assert [s for s, in duck.execute("SELECT snapshot_id FROM cut.snapshots()").fetchall()] == \
+            list(range(n + 1))
+        for name in relations_at(duck, f"postgres:{server.dsn()}", n):
+            assert duck.execute(f"SELECT * FROM cut.{name} ORDER BY ALL").fetchall() == \
+                duck.execute(f"SELECT * FROM lake.{name} AT (VERSION => {n}) ORDER BY ALL").fetchall()
+        before = duck.execute("SELECT count(*) FROM cut.t").fetchone()[0]
+        duck.execute("INSERT INTO cut.t VALUES (1000, 'after the cut')")
+        assert duck.execute("SELECT count(*) FROM cut.t").fetchone()[0] == before + 1
+    finally:
+        duck.execute("DETACH cut")
+
+
+def test_export_refusals(history_store, tmp_path):
+    store, server, duck = history_store
+    taken = tmp_path / "taken.duckdb"
+    taken.write_text("mine")
+    for args, code, words in [
+        ((str(store), str(taken)), 1, "exists"),
+        ((str(store), "--at", "9999", str(tmp_path / "x.duckdb")), 1, "no snapshot 9999"),
+        ((str(store), "--at", "soon", str(tmp_path / "x.duckdb")), 2, "--at takes a snapshot id"),
+        ((str(store),), 2, "into which file"),
+        ((str(tmp_path / "nothing-here"), str(tmp_path / "y.duckdb")), 1, "cannot open the store"),
+    ]:
+        r = tool("export", *args)
+        assert r.returncode == code and words in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert taken.read_text() == "mine" and not (tmp_path / "x.duckdb").exists()
+    r = tool("export", "--help")
+    assert r.returncode == 0 and "ducklake:FILE" in r.stdout
