@@ -56,13 +56,15 @@ static bool has_column(const catalog_table *t, const char *name) {
 }
 
 /* Rows begun after s go; versions ended after s are live again. */
-static mr_status cut_versions(sql_engine *e, const char *table, bool has_end, uint64_t s, mr_error *err) {
+static mr_status cut_versions(sql_engine *e, const char *table, bool has_end, uint64_t s,
+                              mr_error *err) {
   char sql[512];
-  snprintf(sql, sizeof sql, "DELETE FROM main.%s WHERE begin_snapshot > %llu", table, (unsigned long long)s);
+  snprintf(sql, sizeof sql, "DELETE FROM main.%s WHERE begin_snapshot > %llu", table,
+           (unsigned long long)s);
   mr_status rc = engine_exec(e, sql, err);
   if (!rc && has_end) {
-    snprintf(sql, sizeof sql, "UPDATE main.%s SET end_snapshot = NULL WHERE end_snapshot > %llu", table,
-             (unsigned long long)s);
+    snprintf(sql, sizeof sql, "UPDATE main.%s SET end_snapshot = NULL WHERE end_snapshot > %llu",
+             table, (unsigned long long)s);
     rc = engine_exec(e, sql, err);
   }
   return rc;
@@ -77,7 +79,8 @@ typedef struct inline_ctx {
 /* An inlined data table of a later schema version goes with its
  * ducklake_inlined_data_tables row (DuckLake would otherwise insert into
  * it, with the later columns); the others are cut back like versions. */
-static mr_status cut_inline_table(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr_error *err) {
+static mr_status cut_inline_table(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                                  mr_error *err) {
   inline_ctx *c = ctx;
   char table[96], sql[256];
   if (k->kind == MR_KK_INLINE_TABLE)
@@ -90,7 +93,8 @@ static mr_status cut_inline_table(void *ctx, const mr_key *k, const ProtobufCMes
     mr_status rc = engine_exec(c->e, sql, err);
     if (rc)
       return rc;
-    snprintf(sql, sizeof sql, "DELETE FROM main.ducklake_inlined_data_tables WHERE table_name = '%s'", table);
+    snprintf(sql, sizeof sql,
+             "DELETE FROM main.ducklake_inlined_data_tables WHERE table_name = '%s'", table);
     return engine_exec(c->e, sql, err);
   }
   return cut_versions(c->e, table, k->kind == MR_KK_INLINE_TABLE, c->s, err);
@@ -110,7 +114,8 @@ static const char *const orphans[][3] = {
     {"ducklake_macro_parameters", "macro_id", "ducklake_macro"},
 };
 
-static mr_status cut_to(store *st, sql_engine *e, uint64_t s, uint64_t schema_version, mr_error *err) {
+static mr_status cut_to(store *st, sql_engine *e, uint64_t s, uint64_t schema_version,
+                        mr_error *err) {
   char sql[512];
   mr_status rc = MR_OK;
   for (size_t i = 0; !rc && i < catalog_table_count(); i++) {
@@ -118,15 +123,16 @@ static mr_status cut_to(store *st, sql_engine *e, uint64_t s, uint64_t schema_ve
     if (has_column(t, "begin_snapshot"))
       rc = cut_versions(e, t->name, has_column(t, "end_snapshot"), s, err);
     else if (has_column(t, "snapshot_id")) { /* ducklake_snapshot, ducklake_snapshot_changes */
-      snprintf(sql, sizeof sql, "DELETE FROM main.%s WHERE snapshot_id > %llu", t->name, (unsigned long long)s);
+      snprintf(sql, sizeof sql, "DELETE FROM main.%s WHERE snapshot_id > %llu", t->name,
+               (unsigned long long)s);
       rc = engine_exec(e, sql, err);
     }
   }
   for (size_t i = 0; !rc && i < sizeof orphans / sizeof orphans[0]; i++) {
     if (catalog_table_find(orphans[i][0]) == NULL || catalog_table_find(orphans[i][2]) == NULL)
       continue;
-    snprintf(sql, sizeof sql, "DELETE FROM main.%s WHERE %s NOT IN (SELECT %s FROM main.%s)", orphans[i][0],
-             orphans[i][1], orphans[i][1], orphans[i][2]);
+    snprintf(sql, sizeof sql, "DELETE FROM main.%s WHERE %s NOT IN (SELECT %s FROM main.%s)",
+             orphans[i][0], orphans[i][1], orphans[i][1], orphans[i][2]);
     rc = engine_exec(e, sql, err);
   }
   /* a file compacted away after s is live at s: not scheduled for deletion */
@@ -139,7 +145,8 @@ static mr_status cut_to(store *st, sql_engine *e, uint64_t s, uint64_t schema_ve
   if (!rc)
     rc = store_read_kind_at(st, MR_KK_INLINE_TABLE, UINT64_MAX, 0, cut_inline_table, &ic, err);
   if (!rc)
-    rc = store_read_kind_at(st, MR_KK_INLINE_DELETE_TABLE, UINT64_MAX, 0, cut_inline_table, &ic, err);
+    rc = store_read_kind_at(st, MR_KK_INLINE_DELETE_TABLE, UINT64_MAX, 0, cut_inline_table, &ic,
+                            err);
   return rc;
 }
 
@@ -198,7 +205,8 @@ static int export_to(store *st, bool has_at, uint64_t at, const char *file) {
     return TOOL_EXIT_FAILED;
   }
   if (exists(file) || exists(partial)) {
-    fprintf(stderr, "moraine: export: %s exists; export writes a new file\n", exists(file) ? file : partial);
+    fprintf(stderr, "moraine: export: %s exists; export writes a new file\n",
+            exists(file) ? file : partial);
     return TOOL_EXIT_FAILED;
   }
   store_head head = store_get_head(st);
@@ -212,7 +220,9 @@ static int export_to(store *st, bool has_at, uint64_t at, const char *file) {
       at_schema_version = (uint64_t)((const Moraine__V1__Snapshot *)m)->schema_version;
     mr_value_free(m);
     if (rc) {
-      fprintf(stderr, "moraine: export: no snapshot %llu in the store (expired, or after the head snapshot %llu)\n",
+      fprintf(stderr,
+              "moraine: export: no snapshot %llu in the store (expired, or after the head snapshot "
+              "%llu)\n",
               (unsigned long long)at, (unsigned long long)head.snapshot_id);
       return TOOL_EXIT_FAILED;
     }
@@ -220,7 +230,8 @@ static int export_to(store *st, bool has_at, uint64_t at, const char *file) {
     fprintf(stderr, "moraine: export: the store holds no catalog yet\n");
     return TOOL_EXIT_FAILED;
   }
-  sql_engine_options eo = {.database_path = partial, .server_version = "moraine export " MORAINE_VERSION};
+  sql_engine_options eo = {.database_path = partial,
+                           .server_version = "moraine export " MORAINE_VERSION};
   sql_engine *e = NULL;
   sql_error se;
   memset(&se, 0, sizeof se);
@@ -240,7 +251,8 @@ static int export_to(store *st, bool has_at, uint64_t at, const char *file) {
     fprintf(stderr, "moraine: export: %s\n", err.msg);
     return TOOL_EXIT_FAILED;
   }
-  printf("exported %zu catalog rows%s to %s\n", rows, has_at ? " (cut back to the snapshot)" : "", file);
+  printf("exported %zu catalog rows%s to %s\n", rows, has_at ? " (cut back to the snapshot)" : "",
+         file);
   return TOOL_EXIT_OK;
 }
 

@@ -34,7 +34,9 @@ static bool dup(const char *s, char **out) {
   return *out != NULL;
 }
 
-static mr_status nomem(mr_error *err) { return mr_fail(err, MR_ERR_NOMEM, "out of memory reading the catalog"); }
+static mr_status nomem(mr_error *err) {
+  return mr_fail(err, MR_ERR_NOMEM, "out of memory reading the catalog");
+}
 
 static int by_table_id(const void *a, const void *b) {
   const lv_table *x = a, *y = b;
@@ -156,14 +158,16 @@ static mr_status on_delfile(void *ctx, const mr_key *k, const ProtobufCMessage *
   return MR_OK;
 }
 
-static mr_status on_inline_row(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr_error *err) {
+static mr_status on_inline_row(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                               mr_error *err) {
   lv_table *t = lakeview_table(ctx, k->c[0]);
   if (t)
     t->inlined_rows++;
   return MR_OK;
 }
 
-static mr_status on_inline_delete(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr_error *err) {
+static mr_status on_inline_delete(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                                  mr_error *err) {
   lv_table *t = lakeview_table(ctx, k->c[0]);
   lv_file *f = t ? table_file(t, k->c[1]) : NULL;
   if (f) {
@@ -175,8 +179,8 @@ static mr_status on_inline_delete(void *ctx, const mr_key *k, const ProtobufCMes
 
 /* ---- reading ------------------------------------------------------------------ */
 
-static mr_status read_kind(store *st, mr_key_kind kind, uint64_t s, uint64_t table_id, store_visit_fn fn,
-                           lakeview *v, mr_error *err) {
+static mr_status read_kind(store *st, mr_key_kind kind, uint64_t s, uint64_t table_id,
+                           store_visit_fn fn, lakeview *v, mr_error *err) {
   mr_status rc = store_read_kind_at(st, kind, s, table_id, fn, v, err);
   if (rc)
     return mr_error_wrap(err, "reading %s records at snapshot %llu", mr_key_kind_get(kind)->text,
@@ -196,7 +200,8 @@ static void sort_columns(lakeview *v) {
       qsort(v->tables[i].cols, v->tables[i].ncols, sizeof *v->tables[i].cols, by_column);
 }
 
-mr_status lakeview_read(store *st, uint64_t s, uint64_t detail_table, lakeview *out, mr_error *err) {
+mr_status lakeview_read(store *st, uint64_t s, uint64_t detail_table, lakeview *out,
+                        mr_error *err) {
   memset(out, 0, sizeof *out);
   out->snapshot = s;
   mr_status rc = read_kind(st, MR_KK_SCHEMA, s, 0, on_schema, out, err);
@@ -280,7 +285,8 @@ lv_table *lakeview_find(const lakeview *v, const char *spec, bool *ambiguous) {
     bool match;
     if (dot && sc && sc->name) {
       size_t sl = (size_t)(dot - spec);
-      match = strlen(sc->name) == sl && strncmp(sc->name, spec, sl) == 0 && strcmp(t->name, dot + 1) == 0;
+      match = strlen(sc->name) == sl && strncmp(sc->name, spec, sl) == 0 &&
+              strcmp(t->name, dot + 1) == 0;
       if (match)
         return t;
     }

@@ -22,11 +22,11 @@
 
 typedef struct lv_column {
   uint64_t id;
-  int64_t order;       /* column_order (0 when NULL) */
-  char *name, *type;   /* NULL when NULL */
-  bool nulls_allowed;  /* true when NULL */
+  int64_t order;      /* column_order (0 when NULL) */
+  char *name, *type;  /* NULL when NULL */
+  bool nulls_allowed; /* true when NULL */
   bool has_parent;
-  int64_t parent;      /* parent_column of a nested field */
+  int64_t parent; /* parent_column of a nested field */
 } lv_column;
 
 typedef struct lv_file {
@@ -79,7 +79,8 @@ typedef struct lakeview {
  * of that one table only, or of none (LAKEVIEW_NO_DETAILS). On failure
  * *out is freed and zeroed.
  */
-mr_status lakeview_read(store *st, uint64_t s, uint64_t detail_table, lakeview *out, mr_error *err) MR_MUST_CHECK;
+mr_status lakeview_read(store *st, uint64_t s, uint64_t detail_table, lakeview *out,
+                        mr_error *err) MR_MUST_CHECK;
 
 void lakeview_free(lakeview *v);
 

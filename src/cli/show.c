@@ -36,7 +36,8 @@ typedef struct at_time {
   uint64_t id;
 } at_time;
 
-static mr_status newest_before(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr_error *err) {
+static mr_status newest_before(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                               mr_error *err) {
   at_time *a = ctx;
   const Moraine__V1__Snapshot *s = (const Moraine__V1__Snapshot *)m;
   if (s->has_snapshot_time && s->snapshot_time <= a->t) {
@@ -54,7 +55,10 @@ static bool resolve_at(store *st, const char *at, Moraine__V1__Snapshot **snap) 
   int64_t t = 0;
   if (at && !tool_parse_u64(at, &id)) {
     if (!tool_parse_time(at, &t)) {
-      fprintf(stderr, "moraine: show: --at takes a snapshot id or a UTC time (2026-12-03T14:05:00Z), not '%s'\n", at);
+      fprintf(stderr,
+              "moraine: show: --at takes a snapshot id or a UTC time (2026-12-03T14:05:00Z), not "
+              "'%s'\n",
+              at);
       return false;
     }
     at_time a = {.t = t};
@@ -72,8 +76,10 @@ static bool resolve_at(store *st, const char *at, Moraine__V1__Snapshot **snap) 
   ProtobufCMessage *m = NULL;
   mr_status rc = store_get(st, &k, &m, &err);
   if (rc == MR_ERR_NOT_FOUND) {
-    fprintf(stderr, "moraine: show: no snapshot %llu in the store (expired, or after the head snapshot %llu)\n",
-            (unsigned long long)id, (unsigned long long)store_get_head(st).snapshot_id);
+    fprintf(
+        stderr,
+        "moraine: show: no snapshot %llu in the store (expired, or after the head snapshot %llu)\n",
+        (unsigned long long)id, (unsigned long long)store_get_head(st).snapshot_id);
     return false;
   }
   if (rc) {
@@ -89,8 +95,9 @@ static bool resolve_at(store *st, const char *at, Moraine__V1__Snapshot **snap) 
 static void json_table(const lakeview *v, const lv_table *t) {
   printf("{\"table_id\": %llu, \"table_name\": ", (unsigned long long)t->id);
   tool_json_str(stdout, t->name);
-  printf(", \"rows\": %lld, \"inlined_rows\": %llu, \"delete_files\": %llu, \"columns\": [", (long long)lakeview_rows(t),
-         (unsigned long long)t->inlined_rows, (unsigned long long)t->delete_files);
+  printf(", \"rows\": %lld, \"inlined_rows\": %llu, \"delete_files\": %llu, \"columns\": [",
+         (long long)lakeview_rows(t), (unsigned long long)t->inlined_rows,
+         (unsigned long long)t->delete_files);
   for (size_t i = 0; i < t->ncols; i++) {
     const lv_column *c = &t->cols[i];
     printf("%s{\"column_id\": %llu, \"column_name\": ", i ? ", " : "", (unsigned long long)c->id);
@@ -108,8 +115,8 @@ static void json_table(const lakeview *v, const lv_table *t) {
     const lv_file *f = &t->files[i];
     printf("%s{\"data_file_id\": %llu, \"path\": ", i ? ", " : "", (unsigned long long)f->id);
     tool_json_str(stdout, f->path);
-    printf(", \"record_count\": %lld, \"deleted_rows\": %lld, \"file_size_bytes\": %lld}", (long long)f->records,
-           (long long)f->deleted, (long long)f->bytes);
+    printf(", \"record_count\": %lld, \"deleted_rows\": %lld, \"file_size_bytes\": %lld}",
+           (long long)f->records, (long long)f->deleted, (long long)f->bytes);
   }
   fputs("]}", stdout);
 }
@@ -156,13 +163,17 @@ static void print_json(const lakeview *v, const Moraine__V1__Snapshot *snap, con
 
 /* ---- text ------------------------------------------------------------------- */
 
-static const char *or_null(const char *s) { return s ? s : "(null)"; }
+static const char *or_null(const char *s) {
+  return s ? s : "(null)";
+}
 
 static void print_table_summary(const lv_table *t) {
-  printf("  table %s (id %llu): %zu column%s, %zu data file%s, %llu delete file%s, %llu inlined row%s; %lld rows\n",
+  printf("  table %s (id %llu): %zu column%s, %zu data file%s, %llu delete file%s, %llu inlined "
+         "row%s; %lld rows\n",
          or_null(t->name), (unsigned long long)t->id, t->ncols, t->ncols == 1 ? "" : "s", t->nfiles,
-         t->nfiles == 1 ? "" : "s", (unsigned long long)t->delete_files, t->delete_files == 1 ? "" : "s",
-         (unsigned long long)t->inlined_rows, t->inlined_rows == 1 ? "" : "s", (long long)lakeview_rows(t));
+         t->nfiles == 1 ? "" : "s", (unsigned long long)t->delete_files,
+         t->delete_files == 1 ? "" : "s", (unsigned long long)t->inlined_rows,
+         t->inlined_rows == 1 ? "" : "s", (long long)lakeview_rows(t));
 }
 
 static void print_table_detail(const lakeview *v, const lv_table *t) {
@@ -175,14 +186,15 @@ static void print_table_detail(const lakeview *v, const lv_table *t) {
     char parent[24] = "";
     if (c->has_parent)
       snprintf(parent, sizeof parent, "%lld", (long long)c->parent);
-    printf("  %6llu  %-24s  %-20s  %-5s  %s\n", (unsigned long long)c->id, or_null(c->name), or_null(c->type),
-           c->nulls_allowed ? "yes" : "no", parent);
+    printf("  %6llu  %-24s  %-20s  %-5s  %s\n", (unsigned long long)c->id, or_null(c->name),
+           or_null(c->type), c->nulls_allowed ? "yes" : "no", parent);
   }
-  printf("\ndata files\n  %6s  %10s  %10s  %12s  %s\n", "id", "records", "deleted", "bytes", "path");
+  printf("\ndata files\n  %6s  %10s  %10s  %12s  %s\n", "id", "records", "deleted", "bytes",
+         "path");
   for (size_t i = 0; i < t->nfiles; i++) {
     const lv_file *f = &t->files[i];
-    printf("  %6llu  %10lld  %10lld  %12lld  %s\n", (unsigned long long)f->id, (long long)f->records,
-           (long long)f->deleted, (long long)f->bytes, or_null(f->path));
+    printf("  %6llu  %10lld  %10lld  %12lld  %s\n", (unsigned long long)f->id,
+           (long long)f->records, (long long)f->deleted, (long long)f->bytes, or_null(f->path));
   }
   printf("\ndelete files  %llu\ninlined rows  %llu\n", (unsigned long long)t->delete_files,
          (unsigned long long)t->inlined_rows);
@@ -206,7 +218,8 @@ static void print_text(const lakeview *v, const Moraine__V1__Snapshot *snap, con
         print_table_summary(&v->tables[j]);
     for (size_t j = 0; j < v->nviews; j++)
       if (v->views[j].schema_id == sc->id)
-        printf("  view %s (id %llu)\n", or_null(v->views[j].name), (unsigned long long)v->views[j].id);
+        printf("  view %s (id %llu)\n", or_null(v->views[j].name),
+               (unsigned long long)v->views[j].id);
   }
 }
 
@@ -230,8 +243,9 @@ static int show(store *st, const char *at, const char *table, bool json) {
     uint64_t id = missing ? 0 : only->id;
     lakeview_free(&v);
     if (missing || ambiguous) {
-      fprintf(stderr, "moraine: show: %s '%s' at snapshot %llu%s\n", ambiguous ? "more than one table" : "no table",
-              table, (unsigned long long)s, ambiguous ? "; name it as schema.table" : "");
+      fprintf(stderr, "moraine: show: %s '%s' at snapshot %llu%s\n",
+              ambiguous ? "more than one table" : "no table", table, (unsigned long long)s,
+              ambiguous ? "; name it as schema.table" : "");
       mr_value_free(&snap->base);
       return TOOL_EXIT_FAILED;
     }

@@ -25,9 +25,12 @@ typedef struct list_ctx {
 } list_ctx;
 
 /* NULL as "-" in the table. */
-static const char *or_dash(const char *s) { return s ? s : "-"; }
+static const char *or_dash(const char *s) {
+  return s ? s : "-";
+}
 
-static mr_status print_snapshot(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr_error *err) {
+static mr_status print_snapshot(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                                mr_error *err) {
   list_ctx *l = ctx;
   const Moraine__V1__Snapshot *s = (const Moraine__V1__Snapshot *)m;
   if (l->json) {
@@ -40,8 +43,8 @@ static mr_status print_snapshot(void *ctx, const mr_key *k, const ProtobufCMessa
       tool_iso_time(s->snapshot_time, t, sizeof t);
     if (s->has_schema_version)
       snprintf(sv, sizeof sv, "%lld", (long long)s->schema_version);
-    printf("%10lld  %-27s  %7s  %-16s  %-24s  %s\n", (long long)s->snapshot_id, t, sv, or_dash(s->author),
-           or_dash(s->commit_message), or_dash(s->changes_made));
+    printf("%10lld  %-27s  %7s  %-16s  %-24s  %s\n", (long long)s->snapshot_id, t, sv,
+           or_dash(s->author), or_dash(s->commit_message), or_dash(s->changes_made));
   }
   l->n++;
   tool_progress_note(&l->progress, "%llu snapshots", (unsigned long long)l->n);
@@ -61,7 +64,8 @@ int cli_snapshots(int argc, char **argv) {
     } else if (argv[i][0] != '-' && where == NULL) {
       where = argv[i];
     } else {
-      fprintf(stderr, "moraine: snapshots: unexpected '%s' (see moraine snapshots --help)\n", argv[i]);
+      fprintf(stderr, "moraine: snapshots: unexpected '%s' (see moraine snapshots --help)\n",
+              argv[i]);
       return TOOL_EXIT_USAGE;
     }
   }
@@ -77,7 +81,8 @@ int cli_snapshots(int argc, char **argv) {
   if (json)
     fputs("{\"snapshots\": [", stdout);
   else
-    printf("%10s  %-27s  %7s  %-16s  %-24s  %s\n", "snapshot", "time", "schema", "author", "message", "changes");
+    printf("%10s  %-27s  %7s  %-16s  %-24s  %s\n", "snapshot", "time", "schema", "author",
+           "message", "changes");
   mr_error err;
   mr_status rc = store_list_snapshots(st, print_snapshot, &l, &err);
   tool_progress_done(&l.progress);

@@ -166,7 +166,8 @@ void tool_progress_init(tool_progress *p, const char *cmd) {
 void tool_progress_note(tool_progress *p, const char *fmt, ...) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  double since = (double)(now.tv_sec - p->last.tv_sec) + (double)(now.tv_nsec - p->last.tv_nsec) / 1e9;
+  double since =
+      (double)(now.tv_sec - p->last.tv_sec) + (double)(now.tv_nsec - p->last.tv_nsec) / 1e9;
   if (since < (p->tty ? 0.5 : 10.0))
     return;
   p->last = now;

@@ -81,16 +81,19 @@ static int verify(store *st, bool json, uint64_t window) {
   if (json) {
     printf("{\"clean\": %s, \"keys\": %llu, \"head_snapshot\": %llu, \"batch_count\": %llu, "
            "\"snapshots\": %llu, \"changelog_records\": %llu, \"problems\": [%s]}\n",
-           r.problems ? "false" : "true", (unsigned long long)r.keys, (unsigned long long)r.head.snapshot_id,
-           (unsigned long long)r.head.batch_count, (unsigned long long)r.snapshots,
-           (unsigned long long)r.changelog_records, o.buf ? o.buf : "");
+           r.problems ? "false" : "true", (unsigned long long)r.keys,
+           (unsigned long long)r.head.snapshot_id, (unsigned long long)r.head.batch_count,
+           (unsigned long long)r.snapshots, (unsigned long long)r.changelog_records,
+           o.buf ? o.buf : "");
   } else if (r.problems) {
-    printf("damaged: %llu problem%s in %llu keys\n", (unsigned long long)r.problems, r.problems == 1 ? "" : "s",
-           (unsigned long long)r.keys);
+    printf("damaged: %llu problem%s in %llu keys\n", (unsigned long long)r.problems,
+           r.problems == 1 ? "" : "s", (unsigned long long)r.keys);
   } else {
-    printf("clean: %llu keys, head snapshot %llu (batch %llu), %llu snapshot records, %llu changelog records\n",
-           (unsigned long long)r.keys, (unsigned long long)r.head.snapshot_id, (unsigned long long)r.head.batch_count,
-           (unsigned long long)r.snapshots, (unsigned long long)r.changelog_records);
+    printf("clean: %llu keys, head snapshot %llu (batch %llu), %llu snapshot records, %llu "
+           "changelog records\n",
+           (unsigned long long)r.keys, (unsigned long long)r.head.snapshot_id,
+           (unsigned long long)r.head.batch_count, (unsigned long long)r.snapshots,
+           (unsigned long long)r.changelog_records);
   }
   free(o.buf);
   return r.problems ? TOOL_EXIT_DAMAGED : TOOL_EXIT_OK;

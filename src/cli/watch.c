@@ -41,7 +41,9 @@ static const char watch_usage[] =
 
 static volatile sig_atomic_t stop_requested;
 
-static void on_stop_signal(int sig) { stop_requested = 1; }
+static void on_stop_signal(int sig) {
+  stop_requested = 1;
+}
 
 /* ---- one line ------------------------------------------------------------- */
 
@@ -127,7 +129,8 @@ static void print_table_names(store *st, uint64_t s, uint64_t id) {
 }
 
 /* The "tables" and "catalog" members from a changelog record. */
-static mr_status print_changes(store *st, uint64_t s, const Moraine__V1__Changelog *cl, mr_error *err) {
+static mr_status print_changes(store *st, uint64_t s, const Moraine__V1__Changelog *cl,
+                               mr_error *err) {
   change_set cs = {0};
   for (size_t i = 0; i < cl->n_keys; i++) {
     mr_key k;
@@ -151,7 +154,8 @@ static mr_status print_changes(store *st, uint64_t s, const Moraine__V1__Changel
       continue;
     }
     uint64_t t = cs.c[i].table_id;
-    printf("%s{\"table_id\": %llu", i > 0 && cs.c[i - 1].table_scoped ? ", " : "", (unsigned long long)t);
+    printf("%s{\"table_id\": %llu", i > 0 && cs.c[i - 1].table_scoped ? ", " : "",
+           (unsigned long long)t);
     print_table_names(st, s, t);
     fputs(", \"changes\": {", stdout);
     for (size_t j = i; i < cs.n && cs.c[i].table_id == t; i++)
@@ -256,7 +260,8 @@ int cli_watch(int argc, char **argv) {
       has_from = true;
       i++;
     } else if (strcmp(argv[i], "--interval-ms") == 0) {
-      if (i + 1 >= argc || !tool_parse_u64(argv[i + 1], &interval) || interval == 0 || interval > 3600000) {
+      if (i + 1 >= argc || !tool_parse_u64(argv[i + 1], &interval) || interval == 0 ||
+          interval > 3600000) {
         fprintf(stderr, "moraine: watch: --interval-ms takes 1 to 3600000\n");
         return TOOL_EXIT_USAGE;
       }

@@ -126,9 +126,9 @@ typedef struct verifier {
   const store_verify_hooks *hooks;
   store_verify_result *out;
   uint64_t window;
-  bool format_seen, head_seen; /* the keys are there (decodable or not) */
-  bool head_ok;                /* sys/head decoded: out->head holds it */
-  entry_vec names, targets;    /* entries the current records imply */
+  bool format_seen, head_seen;   /* the keys are there (decodable or not) */
+  bool head_ok;                  /* sys/head decoded: out->head holds it */
+  entry_vec names, targets;      /* entries the current records imply */
   u64_vec snapshots, changelogs; /* ids, ascending (the walk's order) */
 } verifier;
 
@@ -151,10 +151,11 @@ static const char *raw_text(const uint8_t *b, size_t len, char *buf) {
   return buf;
 }
 
-static mr_status report(verifier *v, store_check check, const char *key, mr_error *err, const char *fmt, ...)
-    MR_PRINTF(5, 6);
+static mr_status report(verifier *v, store_check check, const char *key, mr_error *err,
+                        const char *fmt, ...) MR_PRINTF(5, 6);
 
-static mr_status report(verifier *v, store_check check, const char *key, mr_error *err, const char *fmt, ...) {
+static mr_status report(verifier *v, store_check check, const char *key, mr_error *err,
+                        const char *fmt, ...) {
   char what[2 * MR_ERROR_MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
@@ -173,10 +174,12 @@ static mr_status report(verifier *v, store_check check, const char *key, mr_erro
  */
 static store_check classify_value(const mr_key *k, const uint8_t *val, size_t len) {
   const ProtobufCMessageDescriptor *d = mr_value_descriptor(k->kind);
-  if (d == NULL || len < MR_VALUE_HEADER_LEN || memcmp(val, MR_VALUE_MAGIC, MR_VALUE_MAGIC_LEN) != 0 ||
+  if (d == NULL || len < MR_VALUE_HEADER_LEN ||
+      memcmp(val, MR_VALUE_MAGIC, MR_VALUE_MAGIC_LEN) != 0 ||
       val[MR_VALUE_MAGIC_LEN] != MR_VALUE_VERSION)
     return STORE_CHECK_VALUE;
-  ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len - MR_VALUE_HEADER_LEN, val + MR_VALUE_HEADER_LEN);
+  ProtobufCMessage *m =
+      protobuf_c_message_unpack(d, NULL, len - MR_VALUE_HEADER_LEN, val + MR_VALUE_HEADER_LEN);
   if (m == NULL)
     return STORE_CHECK_VALUE;
   mr_error e;
@@ -191,15 +194,16 @@ static store_check classify_value(const mr_key *k, const uint8_t *val, size_t le
  * the key already). */
 static const char *value_fault(const char *msg, const char *key) {
   size_t kl = strlen(key);
-  if (strncmp(msg, "value of ", 9) == 0 && strncmp(msg + 9, key, kl) == 0 && strncmp(msg + 9 + kl, ": ", 2) == 0)
+  if (strncmp(msg, "value of ", 9) == 0 && strncmp(msg + 9, key, kl) == 0 &&
+      strncmp(msg + 9 + kl, ": ", 2) == 0)
     return msg + 9 + kl + 2;
   return msg;
 }
 
 /* ---- per-record checks ----------------------------------------------------- */
 
-static mr_status check_lifecycle(verifier *v, const mr_key *k, const ProtobufCMessage *m, const char *kt,
-                                 mr_error *err) {
+static mr_status check_lifecycle(verifier *v, const mr_key *k, const ProtobufCMessage *m,
+                                 const char *kt, mr_error *err) {
   uint64_t begin = 0, end = 0;
   if (!store_msg_u64(m, "begin_snapshot", &begin))
     return MR_OK;
@@ -210,16 +214,19 @@ static mr_status check_lifecycle(verifier *v, const mr_key *k, const ProtobufCMe
     rc = report(v, STORE_CHECK_LIFECYCLE, kt, err, "begins at snapshot %llu, after it ends at %llu",
                 (unsigned long long)begin, (unsigned long long)end);
   if (!rc && v->head_ok && begin > head)
-    rc = report(v, STORE_CHECK_LIFECYCLE, kt, err, "begins at snapshot %llu, after the head snapshot %llu",
-                (unsigned long long)begin, (unsigned long long)head);
+    rc = report(v, STORE_CHECK_LIFECYCLE, kt, err,
+                "begins at snapshot %llu, after the head snapshot %llu", (unsigned long long)begin,
+                (unsigned long long)head);
   if (!rc && v->head_ok && has_end && end > head)
-    rc = report(v, STORE_CHECK_LIFECYCLE, kt, err, "ends at snapshot %llu, after the head snapshot %llu",
-                (unsigned long long)end, (unsigned long long)head);
+    rc = report(v, STORE_CHECK_LIFECYCLE, kt, err,
+                "ends at snapshot %llu, after the head snapshot %llu", (unsigned long long)end,
+                (unsigned long long)head);
   return rc;
 }
 
 /* A changelog record lists current, inline and schema_version keys. */
-static mr_status check_changelog(verifier *v, const Moraine__V1__Changelog *cl, const char *kt, mr_error *err) {
+static mr_status check_changelog(verifier *v, const Moraine__V1__Changelog *cl, const char *kt,
+                                 mr_error *err) {
   for (size_t i = 0; i < cl->n_keys; i++) {
     mr_key lk;
     mr_error e;
@@ -232,7 +239,8 @@ static mr_status check_changelog(verifier *v, const Moraine__V1__Changelog *cl, 
       mr_subspace ss = mr_key_kind_get(lk.kind)->subspace;
       if (lk.history || (ss != MR_SS_CURRENT && ss != MR_SS_INLINE && ss != MR_SS_SCHEMA_VERSION))
         rc = report(v, STORE_CHECK_CHANGELOG, kt, err,
-                    "lists %s, which is not a current, inline or schema_version key", key_text(&lk, text));
+                    "lists %s, which is not a current, inline or schema_version key",
+                    key_text(&lk, text));
     }
     if (rc)
       return rc;
@@ -242,15 +250,16 @@ static mr_status check_changelog(verifier *v, const Moraine__V1__Changelog *cl, 
 
 static mr_status check_format_record(verifier *v, const Moraine__V1__SysFormat *f, mr_error *err) {
   if (f->layout_version < STORE_FORMAT_OLDEST || f->layout_version > STORE_FORMAT_LATEST)
-    return mr_fail(err, MR_ERR_INVALID,
-                   "sys/format is layout %u (written by moraine %s); this build verifies layouts %d..%d",
-                   f->layout_version, f->writer_version, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST);
+    return mr_fail(
+        err, MR_ERR_INVALID,
+        "sys/format is layout %u (written by moraine %s); this build verifies layouts %d..%d",
+        f->layout_version, f->writer_version, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST);
   return MR_OK;
 }
 
 /* Every check of one decoded record. */
-static mr_status check_record(verifier *v, const mr_key *k, const ProtobufCMessage *m, const char *kt,
-                              mr_error *err) {
+static mr_status check_record(verifier *v, const mr_key *k, const ProtobufCMessage *m,
+                              const char *kt, mr_error *err) {
   switch (k->kind) {
   case MR_KK_SYS_FORMAT:
     return check_format_record(v, (const Moraine__V1__SysFormat *)m, err);
@@ -263,7 +272,8 @@ static mr_status check_record(verifier *v, const mr_key *k, const ProtobufCMessa
   case MR_KK_SYS_MIGRATION: {
     const Moraine__V1__SysMigration *mg = (const Moraine__V1__SysMigration *)m;
     return report(v, STORE_CHECK_SYSTEM, kt, err,
-                  "a migration from format %u to %u is unfinished; servers refuse the store until it completes",
+                  "a migration from format %u to %u is unfinished; servers refuse the store until "
+                  "it completes",
                   mg->from_format, mg->to_format);
   }
   case MR_KK_SNAPSHOT:
@@ -346,19 +356,22 @@ static mr_status report_stray(verifier *v, const mr_key *k, const char *kt, mr_e
     rc = report(v, check, kt, err, "stands for %s, whose entry is %s", rt, key_text(&want, et));
   else
     rc = report(v, check, kt, err, "stands for %s, which implies no %s entry", rt,
-                check == STORE_CHECK_NAME ? "name (no name or no schema)" : "delete_target (no data file)");
+                check == STORE_CHECK_NAME ? "name (no name or no schema)"
+                                          : "delete_target (no data file)");
   mr_value_free(m);
   return rc;
 }
 
 /* Reports every wanted entry that sorts before (kb, kl) as missing. */
-static mr_status flush_missing(verifier *v, entry_vec *want, const uint8_t *kb, size_t kl, mr_error *err) {
+static mr_status flush_missing(verifier *v, entry_vec *want, const uint8_t *kb, size_t kl,
+                               mr_error *err) {
   if (!want->sorted) {
     if (want->n)
       qsort(want->e, want->n, sizeof *want->e, entry_cmp);
     want->sorted = true;
   }
-  while (want->at < want->n && (kb == NULL || bytes_cmp(want->e[want->at].b, want->e[want->at].len, kb, kl) < 0)) {
+  while (want->at < want->n &&
+         (kb == NULL || bytes_cmp(want->e[want->at].b, want->e[want->at].len, kb, kl) < 0)) {
     mr_status rc = report_missing(v, &want->e[want->at], err);
     if (rc)
       return rc;
@@ -368,8 +381,8 @@ static mr_status flush_missing(verifier *v, entry_vec *want, const uint8_t *kb, 
 }
 
 /* A directory entry met by the walk, merged against the wanted entries. */
-static mr_status meet_entry(verifier *v, entry_vec *want, const mr_key *k, const uint8_t *kb, size_t kl,
-                            const char *kt, mr_error *err) {
+static mr_status meet_entry(verifier *v, entry_vec *want, const mr_key *k, const uint8_t *kb,
+                            size_t kl, const char *kt, mr_error *err) {
   mr_status rc = flush_missing(v, want, kb, kl, err);
   if (rc)
     return rc;
@@ -382,7 +395,8 @@ static mr_status meet_entry(verifier *v, entry_vec *want, const mr_key *k, const
 
 /* ---- one key --------------------------------------------------------------- */
 
-static mr_status check_key(verifier *v, const uint8_t *kb, size_t kl, const uint8_t *vb, size_t vl, mr_error *err) {
+static mr_status check_key(verifier *v, const uint8_t *kb, size_t kl, const uint8_t *vb, size_t vl,
+                           mr_error *err) {
   char kt[MR_KEY_TEXT_MAX];
   mr_key k;
   mr_error e;
@@ -414,7 +428,8 @@ static mr_status check_key(verifier *v, const uint8_t *kb, size_t kl, const uint
 static mr_status check_system(verifier *v, mr_error *err) {
   mr_status rc = MR_OK;
   if (!v->format_seen)
-    rc = report(v, STORE_CHECK_SYSTEM, "sys/format", err, "is missing: the store has keys but no layout format");
+    rc = report(v, STORE_CHECK_SYSTEM, "sys/format", err,
+                "is missing: the store has keys but no layout format");
   if (!rc && !v->head_seen)
     rc = report(v, STORE_CHECK_HEAD, "sys/head", err, "is missing");
   return rc;
@@ -429,14 +444,16 @@ static mr_status check_head(verifier *v, mr_error *err) {
   if (v->snapshots.n == 0)
     return head == 0 ? MR_OK
                      : report(v, STORE_CHECK_HEAD, "sys/head", err,
-                              "names snapshot %llu, but the store has no snapshot record", (unsigned long long)head);
+                              "names snapshot %llu, but the store has no snapshot record",
+                              (unsigned long long)head);
   if (newest > head) {
     mr_key k = {.kind = MR_KK_SNAPSHOT, .c = {newest}};
-    return report(v, STORE_CHECK_HEAD, key_text(&k, kt), err, "is newer than the head snapshot %llu (sys/head)",
-                  (unsigned long long)head);
+    return report(v, STORE_CHECK_HEAD, key_text(&k, kt), err,
+                  "is newer than the head snapshot %llu (sys/head)", (unsigned long long)head);
   }
   if (newest < head)
-    return report(v, STORE_CHECK_HEAD, "sys/head", err, "names snapshot %llu, but the newest snapshot record is %llu",
+    return report(v, STORE_CHECK_HEAD, "sys/head", err,
+                  "names snapshot %llu, but the newest snapshot record is %llu",
                   (unsigned long long)head, (unsigned long long)newest);
   return MR_OK;
 }
@@ -457,8 +474,8 @@ static mr_status check_window(verifier *v, mr_error *err) {
     mr_key k = {.kind = MR_KK_CHANGELOG, .c = {c}};
     mr_status rc = MR_OK;
     if (c > head)
-      rc = report(v, STORE_CHECK_CHANGELOG, key_text(&k, kt), err, "is newer than the head snapshot %llu",
-                  (unsigned long long)head);
+      rc = report(v, STORE_CHECK_CHANGELOG, key_text(&k, kt), err,
+                  "is newer than the head snapshot %llu", (unsigned long long)head);
     else if (c < first)
       rc = report(v, STORE_CHECK_CHANGELOG, key_text(&k, kt), err,
                   "is outside the window (head %llu, window %llu: records %llu..%llu are kept)",
@@ -472,10 +489,11 @@ static mr_status check_window(verifier *v, mr_error *err) {
     if (s < first || s > head || u64_has(&v->changelogs, s))
       continue;
     mr_key k = {.kind = MR_KK_CHANGELOG, .c = {s}};
-    mr_status rc = report(v, STORE_CHECK_CHANGELOG, key_text(&k, kt), err,
-                          "is missing: snapshot %llu is inside the window, and a reader replaying across it "
-                          "would miss its changes",
-                          (unsigned long long)s);
+    mr_status rc =
+        report(v, STORE_CHECK_CHANGELOG, key_text(&k, kt), err,
+               "is missing: snapshot %llu is inside the window, and a reader replaying across it "
+               "would miss its changes",
+               (unsigned long long)s);
     if (rc)
       return rc;
   }

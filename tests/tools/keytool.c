@@ -80,7 +80,8 @@ static int list_keys(kv_db *db) {
   while ((rc = kv_iter_next(it, &kp, &kl, &vp, &vl, &e)) == MR_OK) {
     mr_key k;
     char text[MR_KEY_TEXT_MAX];
-    if (mr_key_decode(kp, kl, &k, &e) == MR_OK && mr_key_format(&k, text, sizeof text, &e) == MR_OK) {
+    if (mr_key_decode(kp, kl, &k, &e) == MR_OK &&
+        mr_key_format(&k, text, sizeof text, &e) == MR_OK) {
       printf("%s\n", text);
     } else {
       printf("0x");

@@ -192,7 +192,9 @@ static void test_unknown_format_cannot_verify(void **state) {
   must(store_close(st, &e), &e);
 }
 
-static int setup(void **state) { return st_tmp_setup("verify"); }
+static int setup(void **state) {
+  return st_tmp_setup("verify");
+}
 
 static int teardown(void **state) {
   st_tmp_teardown();
