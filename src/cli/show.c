@@ -183,11 +183,11 @@ static void print_table_detail(const lakeview *v, const lv_table *t) {
   printf("\ncolumns\n  %6s  %-24s  %-20s  %-5s  %s\n", "id", "name", "type", "nulls", "parent");
   for (size_t i = 0; i < t->ncols; i++) {
     const lv_column *c = &t->cols[i];
-    char parent[24] = "";
+    printf("  %6llu  %-24s  %-20s  %s", (unsigned long long)c->id, or_null(c->name), or_null(c->type),
+           c->nulls_allowed ? "yes" : "no ");
     if (c->has_parent)
-      snprintf(parent, sizeof parent, "%lld", (long long)c->parent);
-    printf("  %6llu  %-24s  %-20s  %-5s  %s\n", (unsigned long long)c->id, or_null(c->name),
-           or_null(c->type), c->nulls_allowed ? "yes" : "no", parent);
+      printf("    %lld", (long long)c->parent);
+    putchar('\n');
   }
   printf("\ndata files\n  %6s  %10s  %10s  %12s  %s\n", "id", "records", "deleted", "bytes",
          "path");
