@@ -13,7 +13,9 @@
  * of child tables left without their parent go too. Statistics are the
  * store's current ones (RFC 0002 keeps no history of them).
  *
- * The file is written beside FILE as moraine_export_PID.duckdb and renamed
+ * The load is checked against sys/head before and after (tool.h) and done
+ * again if a commit landed meanwhile. The file is written beside FILE as
+ * moraine_export_PID.duckdb and renamed
  * to FILE once complete, so FILE never holds a half-written catalog; an
  * existing FILE is refused.
  */
@@ -191,6 +193,36 @@ static mr_status fill(store *st, sql_engine *e, const char *dbname, bool has_at,
   return rc;
 }
 
+/*
+ * One attempt: an engine on the partial file, filled and closed. The load
+ * is several scans and the reader catches up with the writer in the
+ * background, so *changed says whether sys/head moved during it (the file
+ * may then not be one consistent cut; the caller loads again).
+ */
+static mr_status write_partial(store *st, const char *partial, const char *dbname, bool has_at,
+                               uint64_t at, uint64_t at_schema_version, size_t *rows, bool *changed,
+                               mr_error *err) {
+  *changed = false;
+  store_head before, after;
+  mr_status rc = tool_read_head(st, &before, err);
+  if (rc)
+    return rc;
+  sql_engine_options eo = {.database_path = partial,
+                           .server_version = "moraine export " MORAINE_VERSION};
+  sql_engine *e = NULL;
+  sql_error se;
+  memset(&se, 0, sizeof se);
+  if (sql_engine_open(&eo, &e, &se) != MR_OK)
+    return mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "%s", se.base.msg);
+  rc = fill(st, e, dbname, has_at, at, at_schema_version, rows, err);
+  sql_engine_close(e);
+  if (!rc)
+    rc = tool_read_head(st, &after, err);
+  if (!rc)
+    *changed = after.batch_count != before.batch_count || after.snapshot_id != before.snapshot_id;
+  return rc;
+}
+
 static int export_to(store *st, bool has_at, uint64_t at, const char *file) {
   /* The partial file sits beside FILE; its name has no dot before the
    * extension because DuckDB names a database after its file name, and the
@@ -230,21 +262,18 @@ static int export_to(store *st, bool has_at, uint64_t at, const char *file) {
     fprintf(stderr, "moraine: export: the store holds no catalog yet\n");
     return TOOL_EXIT_FAILED;
   }
-  sql_engine_options eo = {.database_path = partial,
-                           .server_version = "moraine export " MORAINE_VERSION};
-  sql_engine *e = NULL;
-  sql_error se;
-  memset(&se, 0, sizeof se);
-  if (sql_engine_open(&eo, &e, &se) != MR_OK) {
-    fprintf(stderr, "moraine: export: %s\n", se.base.msg);
-    remove_partial(partial);
-    return TOOL_EXIT_FAILED;
-  }
   size_t rows = 0;
   mr_error err;
-  mr_status rc = fill(st, e, dbname, has_at, at, at_schema_version, &rows, &err);
-  sql_engine_close(e);
-  if (!rc && exists(partial) && rename(partial, file) != 0)
+  mr_status rc = MR_OK;
+  bool changed = true;
+  for (int attempt = 0; !rc && changed && attempt < TOOL_READ_ATTEMPTS; attempt++) {
+    remove_partial(partial);
+    rc = write_partial(st, partial, dbname, has_at, at, at_schema_version, &rows, &changed, &err);
+  }
+  if (!rc && changed)
+    rc = mr_fail(&err, MR_ERR_CONFLICT, "the store changed during each of %d loads; try again",
+                 TOOL_READ_ATTEMPTS);
+  if (!rc && rename(partial, file) != 0)
     rc = mr_fail(&err, MR_ERR_IO, "renaming %s to %s: %s", partial, file, strerror(errno));
   if (rc) {
     remove_partial(partial);

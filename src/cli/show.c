@@ -183,8 +183,8 @@ static void print_table_detail(const lakeview *v, const lv_table *t) {
   printf("\ncolumns\n  %6s  %-24s  %-20s  %-5s  %s\n", "id", "name", "type", "nulls", "parent");
   for (size_t i = 0; i < t->ncols; i++) {
     const lv_column *c = &t->cols[i];
-    printf("  %6llu  %-24s  %-20s  %s", (unsigned long long)c->id, or_null(c->name), or_null(c->type),
-           c->nulls_allowed ? "yes" : "no ");
+    printf("  %6llu  %-24s  %-20s  %s", (unsigned long long)c->id, or_null(c->name),
+           or_null(c->type), c->nulls_allowed ? "yes" : "no ");
     if (c->has_parent)
       printf("    %lld", (long long)c->parent);
     putchar('\n');
@@ -225,37 +225,74 @@ static void print_text(const lakeview *v, const Moraine__V1__Snapshot *snap, con
 
 /* ---- the command -------------------------------------------------------------- */
 
+/* Reads the catalog at s into *v (with only `table`'s details when one is
+ * named, *only then pointing at it). Prints the reason when it fails. */
+static int read_view(store *st, uint64_t s, const char *table, lakeview *v, lv_table **only) {
+  mr_error err;
+  *only = NULL;
+  /* With a table: names first (no details), then that table's details. */
+  mr_status rc = lakeview_read(st, s, table ? LAKEVIEW_NO_DETAILS : 0, v, &err);
+  if (!rc && table) {
+    bool ambiguous = false;
+    lv_table *t = lakeview_find(v, table, &ambiguous);
+    uint64_t id = t ? t->id : 0;
+    lakeview_free(v);
+    if (t == NULL || ambiguous) {
+      fprintf(stderr, "moraine: show: %s '%s' at snapshot %llu%s\n",
+              ambiguous ? "more than one table" : "no table", table, (unsigned long long)s,
+              ambiguous ? "; name it as schema.table" : "");
+      return TOOL_EXIT_FAILED;
+    }
+    rc = lakeview_read(st, s, id, v, &err);
+    *only = rc ? NULL : lakeview_table(v, id);
+  }
+  if (rc) {
+    fprintf(stderr, "moraine: show: %s\n", err.msg);
+    return TOOL_EXIT_FAILED;
+  }
+  return TOOL_EXIT_OK;
+}
+
+/*
+ * The view is several scans, and a reader catches up with the writer in
+ * the background: a commit landing between two scans could show a version
+ * twice or not at all. sys/head unchanged across the read proves none did
+ * (RFC 0009's stamp); otherwise the read is done again.
+ */
+static int read_view_consistent(store *st, uint64_t s, const char *table, lakeview *v,
+                                lv_table **only) {
+  for (int attempt = 0; attempt < TOOL_READ_ATTEMPTS; attempt++) {
+    store_head before, after;
+    mr_error err;
+    if (tool_read_head(st, &before, &err) != MR_OK) {
+      fprintf(stderr, "moraine: show: %s\n", err.msg);
+      return TOOL_EXIT_FAILED;
+    }
+    int status = read_view(st, s, table, v, only);
+    if (status)
+      return status;
+    if (tool_read_head(st, &after, &err) != MR_OK) {
+      lakeview_free(v);
+      fprintf(stderr, "moraine: show: %s\n", err.msg);
+      return TOOL_EXIT_FAILED;
+    }
+    if (after.batch_count == before.batch_count && after.snapshot_id == before.snapshot_id)
+      return TOOL_EXIT_OK;
+    lakeview_free(v);
+  }
+  fprintf(stderr, "moraine: show: the store changed during each of %d reads; try again\n",
+          TOOL_READ_ATTEMPTS);
+  return TOOL_EXIT_FAILED;
+}
+
 static int show(store *st, const char *at, const char *table, bool json) {
   Moraine__V1__Snapshot *snap = NULL;
   if (!resolve_at(st, at, &snap))
     return TOOL_EXIT_FAILED;
-  uint64_t s = (uint64_t)snap->snapshot_id;
   lakeview v;
-  mr_error err;
-  int status = TOOL_EXIT_OK;
-  /* With a table: names first (no details), then that table's details. */
-  mr_status rc = lakeview_read(st, s, table ? LAKEVIEW_NO_DETAILS : 0, &v, &err);
   lv_table *only = NULL;
-  if (!rc && table) {
-    bool ambiguous = false;
-    only = lakeview_find(&v, table, &ambiguous);
-    bool missing = only == NULL;
-    uint64_t id = missing ? 0 : only->id;
-    lakeview_free(&v);
-    if (missing || ambiguous) {
-      fprintf(stderr, "moraine: show: %s '%s' at snapshot %llu%s\n",
-              ambiguous ? "more than one table" : "no table", table, (unsigned long long)s,
-              ambiguous ? "; name it as schema.table" : "");
-      mr_value_free(&snap->base);
-      return TOOL_EXIT_FAILED;
-    }
-    rc = lakeview_read(st, s, id, &v, &err);
-    only = rc ? NULL : lakeview_table(&v, id);
-  }
-  if (rc) {
-    fprintf(stderr, "moraine: show: %s\n", err.msg);
-    status = TOOL_EXIT_FAILED;
-  } else {
+  int status = read_view_consistent(st, (uint64_t)snap->snapshot_id, table, &v, &only);
+  if (status == TOOL_EXIT_OK) {
     if (json)
       print_json(&v, snap, only);
     else

@@ -37,6 +37,18 @@ int tool_close(const char *cmd, store *st, int status) {
   return status;
 }
 
+mr_status tool_read_head(store *st, store_head *out, mr_error *err) {
+  mr_key k = {.kind = MR_KK_SYS_HEAD};
+  ProtobufCMessage *m = NULL;
+  mr_status rc = store_get(st, &k, &m, err);
+  if (rc)
+    return mr_error_wrap(err, "reading sys/head");
+  const Moraine__V1__SysHead *h = (const Moraine__V1__SysHead *)m;
+  *out = (store_head){h->snapshot_id, h->batch_count};
+  mr_value_free(m);
+  return MR_OK;
+}
+
 void tool_iso_time(int64_t us, char *out, size_t cap) {
   int64_t sec = us / 1000000, frac = us % 1000000;
   if (frac < 0) { /* before 1970: floor, so the fraction stays positive */

@@ -33,6 +33,16 @@ store *tool_open(const char *cmd, const char *where, bool unchecked);
  * status was 0. */
 int tool_close(const char *cmd, store *st, int status);
 
+/*
+ * sys/head as the store holds it now (a point read through the reader, not
+ * the copy taken at the open). A read made of several scans is consistent
+ * when the head is the same before and after it: the reader catches up
+ * with the writer in the background, so a commit may land between scans.
+ * Such reads are tried at most TOOL_READ_ATTEMPTS times.
+ */
+mr_status tool_read_head(store *st, store_head *out, mr_error *err) MR_MUST_CHECK;
+#define TOOL_READ_ATTEMPTS 5
+
 /* "2026-12-03T14:05:00.123456Z" for microseconds since the epoch (UTC). */
 void tool_iso_time(int64_t us, char *out, size_t cap);
 
