@@ -8,6 +8,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/tool.h"
@@ -63,7 +64,9 @@ static int info(store *st, bool json) {
 static int census(store *st, bool json) {
   store_census c;
   mr_error err;
-  fprintf(stderr, "moraine: census: scanning every key\n");
+  /* a note for people waiting at a terminal; scripts see only a failure's one line */
+  if (isatty(STDERR_FILENO))
+    fprintf(stderr, "moraine: census: scanning every key\n");
   if (store_take_census(st, &c, &err) != MR_OK) {
     fprintf(stderr, "moraine: census: %s\n", err.msg);
     return 1;

@@ -712,3 +712,20 @@ def test_reads_beside_a_busy_writer_stay_consistent(tmp_path):
         stop.set()
         duck.close()
         assert s.stop() == 0
+
+
+def test_every_store_command_is_documented():
+    """Each store command is in `moraine --help`, has its own --help, and is
+    in docs/cli.md and the README's command-line section."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    usage = subprocess.run([MORAINE, "--help"], capture_output=True, text=True).stdout
+    cli_md = (root / "docs/cli.md").read_text()
+    readme = (root / "README.md").read_text()
+    section = readme[readme.index("## The command line"):]
+    section = section[:section.index("\n## ", 1)]
+    for cmd in ["info", "census", "verify", "snapshots", "show", "watch", "export"]:
+        assert f"  {cmd} STORE" in usage, cmd
+        assert f"| `moraine {cmd} STORE" in cli_md, cmd
+        assert f"moraine {cmd} STORE" in section, cmd
+        r = tool(cmd, "--help")
+        assert r.returncode == 0 and f"moraine {cmd} STORE" in r.stdout.splitlines()[0 if cmd != "census" else 1], cmd
