@@ -192,6 +192,7 @@ static mr_status print_commit(store *st, uint64_t s, bool *printed, mr_error *er
     return mr_error_wrap(err, "reading the changelog of snapshot %llu", (unsigned long long)s);
   }
   mr_error_clear(err);
+  rc = MR_OK; /* no changelog record: the window has slid past it */
   fputs("{", stdout);
   tool_json_snapshot_fields(stdout, (const Moraine__V1__Snapshot *)snap);
   if (cl)

@@ -729,3 +729,23 @@ def test_every_store_command_is_documented():
         assert f"moraine {cmd} STORE" in section, cmd
         r = tool(cmd, "--help")
         assert r.returncode == 0 and f"moraine {cmd} STORE" in r.stdout.splitlines()[0 if cmd != "census" else 1], cmd
+
+
+def test_show_at_accepts_the_time_forms(history_store):
+    store, server, duck = history_store
+    head = duck.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+    for at in ["2999-01-01", "2999-01-01 00:00:00", "2999-01-01T00:00:00.5Z", "2999-01-01T00:00:00+00:00"]:
+        assert show_json(store, "--at", at)["snapshot"]["snapshot_id"] == head, at
+    r = tool("show", str(store), "--at", "2999-01-01T00:00:00+02:00")
+    assert r.returncode == 1 and "UTC time" in r.stderr
+
+
+def test_watch_marks_snapshots_whose_changelog_left_the_window(built_store, tmp_path):
+    store, head = built_store
+    copy = damaged_copy(built_store, tmp_path, ("delete", "changelog{snapshot_id=1}"))
+    w = Watch(copy, "--from", "0")
+    got = w.take(head + 1)
+    assert [g["snapshot_id"] for g in got] == list(range(head + 1))
+    assert got[1]["tables"] is None and got[1]["catalog"] is None and got[1]["changes_made"]
+    assert all(g["tables"] is not None for i, g in enumerate(got) if i != 1)
+    assert w.stop(signal.SIGTERM) == (0, "")
