@@ -51,7 +51,12 @@ static mr_status newest_before(void *ctx, const mr_key *k, const ProtobufCMessag
  * caller's (mr_value_free). Prints the reason and returns false otherwise. */
 static bool resolve_at(store *st, const char *at, Moraine__V1__Snapshot **snap) {
   mr_error err;
-  uint64_t id = store_get_head(st).snapshot_id;
+  store_head head = store_get_head(st);
+  uint64_t id = head.snapshot_id;
+  if (head.batch_count == 0) {
+    fprintf(stderr, "moraine: show: the store holds no catalog yet (no commit has landed)\n");
+    return false;
+  }
   int64_t t = 0;
   if (at && !tool_parse_u64(at, &id)) {
     if (!tool_parse_time(at, &t)) {

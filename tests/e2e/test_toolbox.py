@@ -749,3 +749,27 @@ def test_watch_marks_snapshots_whose_changelog_left_the_window(built_store, tmp_
     assert got[1]["tables"] is None and got[1]["catalog"] is None and got[1]["changes_made"]
     assert all(g["tables"] is not None for i, g in enumerate(got) if i != 1)
     assert w.stop(signal.SIGTERM) == (0, "")
+
+
+def test_the_tools_on_a_second_catalog_of_a_server(tmp_path):
+    """Another database's catalog is its own store under the root's
+    catalogs/ folder, and the tools read it there."""
+    root = tmp_path / "root"
+    s = Server("--store", f"file://{root}")
+    duck = connect()
+    try:
+        duck.execute(f"ATTACH 'ducklake:postgres:{s.dsn(dbname='lake2')}' AS l2 (DATA_PATH '{tmp_path}/d2/')")
+        duck.execute("CREATE TABLE l2.only_here (x INT)")
+        duck.execute("INSERT INTO l2.only_here VALUES (1), (2), (3)")
+        sub = root / "catalogs" / "lake2" / "public"
+        out = show_json(sub, "only_here")
+        assert out["schemas"][0]["tables"][0]["rows"] == 3
+        assert verify_json(sub)["clean"]
+        r = tool("show", str(root), "only_here")  # the default catalog has nothing
+        assert r.returncode == 1 and "holds no catalog yet" in r.stderr, r.stderr
+        duck.execute(f"ATTACH 'ducklake:postgres:{s.dsn()}' AS lake (DATA_PATH '{tmp_path}/d1/')")
+        r = tool("show", str(root), "only_here")  # nor this table once it has one
+        assert r.returncode == 1 and "no table 'only_here'" in r.stderr, r.stderr
+    finally:
+        duck.close()
+        assert s.stop() == 0
