@@ -103,33 +103,40 @@ static mr_status on_table(void *ctx, const mr_key *k, const ProtobufCMessage *m,
 }
 
 /* Prints "schema_name": .., "table_name": .. of table id at snapshot s (or
- * s - 1, for a table this commit dropped); nulls when unknown. */
-static void print_table_names(store *st, uint64_t s, uint64_t id) {
+ * s - 1, for a table this commit dropped); null for a name that is NULL or
+ * no longer there (a dropped schema). Fails only when the store does. */
+static mr_status print_table_names(FILE *out, store *st, uint64_t s, uint64_t id, mr_error *err) {
   name_at n = {0};
-  mr_error err;
-  mr_status rc = store_read_kind_at(st, MR_KK_TABLE, s, id, on_table, &n, &err);
+  mr_status rc = store_read_kind_at(st, MR_KK_TABLE, s, id, on_table, &n, err);
   if (rc == MR_OK && !n.found && s > 0)
-    rc = store_read_kind_at(st, MR_KK_TABLE, s - 1, id, on_table, &n, &err);
+    rc = store_read_kind_at(st, MR_KK_TABLE, s - 1, id, on_table, &n, err);
   char *schema = NULL;
   if (rc == MR_OK && n.found) {
     mr_key sk = {.kind = MR_KK_SCHEMA, .c = {n.schema_id}};
     ProtobufCMessage *m = NULL;
-    if (store_get(st, &sk, &m, &err) == MR_OK) {
+    rc = store_get(st, &sk, &m, err);
+    if (rc == MR_OK) {
       const char *name = ((const Moraine__V1__Schema *)m)->schema_name;
       schema = name ? strdup(name) : NULL;
       mr_value_free(m);
+    } else if (rc == MR_ERR_NOT_FOUND) {
+      mr_error_clear(err);
+      rc = MR_OK;
     }
   }
-  fputs(", \"schema_name\": ", stdout);
-  tool_json_str(stdout, schema);
-  fputs(", \"table_name\": ", stdout);
-  tool_json_str(stdout, n.table);
+  if (rc == MR_OK) {
+    fputs(", \"schema_name\": ", out);
+    tool_json_str(out, schema);
+    fputs(", \"table_name\": ", out);
+    tool_json_str(out, n.table);
+  }
   free(schema);
   free(n.table);
+  return rc ? mr_error_wrap(err, "the name of table %llu", (unsigned long long)id) : MR_OK;
 }
 
 /* The "tables" and "catalog" members from a changelog record. */
-static mr_status print_changes(store *st, uint64_t s, const Moraine__V1__Changelog *cl,
+static mr_status print_changes(FILE *out, store *st, uint64_t s, const Moraine__V1__Changelog *cl,
                                mr_error *err) {
   change_set cs = {0};
   for (size_t i = 0; i < cl->n_keys; i++) {
@@ -147,32 +154,36 @@ static mr_status print_changes(store *st, uint64_t s, const Moraine__V1__Changel
   }
   if (cs.n)
     qsort(cs.c, cs.n, sizeof *cs.c, by_table_then_kind);
-  fputs(", \"tables\": [", stdout);
+  fputs(", \"tables\": [", out);
   for (size_t i = 0; i < cs.n;) {
     if (!cs.c[i].table_scoped) {
       i++;
       continue;
     }
     uint64_t t = cs.c[i].table_id;
-    printf("%s{\"table_id\": %llu", i > 0 && cs.c[i - 1].table_scoped ? ", " : "",
-           (unsigned long long)t);
-    print_table_names(st, s, t);
-    fputs(", \"changes\": {", stdout);
+    fprintf(out, "%s{\"table_id\": %llu", i > 0 && cs.c[i - 1].table_scoped ? ", " : "",
+            (unsigned long long)t);
+    mr_status rc = print_table_names(out, st, s, t, err);
+    if (rc) {
+      free(cs.c);
+      return rc;
+    }
+    fputs(", \"changes\": {", out);
     for (size_t j = i; i < cs.n && cs.c[i].table_id == t; i++)
-      printf("%s\"%s\": %llu", i > j ? ", " : "", mr_key_kind_get((mr_key_kind)cs.c[i].kind)->text,
-             (unsigned long long)cs.c[i].keys);
-    fputs("}}", stdout);
+      fprintf(out, "%s\"%s\": %llu", i > j ? ", " : "",
+              mr_key_kind_get((mr_key_kind)cs.c[i].kind)->text, (unsigned long long)cs.c[i].keys);
+    fputs("}}", out);
   }
-  fputs("], \"catalog\": {", stdout);
+  fputs("], \"catalog\": {", out);
   for (size_t i = 0; i < cs.n && !cs.c[i].table_scoped; i++)
-    printf("%s\"%s\": %llu", i ? ", " : "", mr_key_kind_get((mr_key_kind)cs.c[i].kind)->text,
-           (unsigned long long)cs.c[i].keys);
-  fputs("}", stdout);
+    fprintf(out, "%s\"%s\": %llu", i ? ", " : "", mr_key_kind_get((mr_key_kind)cs.c[i].kind)->text,
+            (unsigned long long)cs.c[i].keys);
+  fputs("}", out);
   free(cs.c);
   return MR_OK;
 }
 
-/* Prints snapshot s's line; *printed false when it has no record. */
+/* Prints snapshot s's line whole; *printed false when it has no record. */
 static mr_status print_commit(store *st, uint64_t s, bool *printed, mr_error *err) {
   *printed = false;
   mr_key sk = {.kind = MR_KK_SNAPSHOT, .c = {s}};
@@ -193,13 +204,26 @@ static mr_status print_commit(store *st, uint64_t s, bool *printed, mr_error *er
   }
   mr_error_clear(err);
   rc = MR_OK; /* no changelog record: the window has slid past it */
-  fputs("{", stdout);
-  tool_json_snapshot_fields(stdout, (const Moraine__V1__Snapshot *)snap);
-  if (cl)
-    rc = print_changes(st, s, (const Moraine__V1__Changelog *)cl, err);
-  else
-    fputs(", \"tables\": null, \"catalog\": null", stdout);
-  fputs("}\n", stdout);
+  /* the line is built whole first: a failure midway prints none of it */
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *line = open_memstream(&buf, &len);
+  if (line == NULL)
+    rc = mr_fail(err, MR_ERR_NOMEM, "out of memory");
+  if (!rc) {
+    fputs("{", line);
+    tool_json_snapshot_fields(line, (const Moraine__V1__Snapshot *)snap);
+    if (cl)
+      rc = print_changes(line, st, s, (const Moraine__V1__Changelog *)cl, err);
+    else
+      fputs(", \"tables\": null, \"catalog\": null", line);
+    fputs("}\n", line);
+    if (fclose(line) != 0 && !rc)
+      rc = mr_fail(err, MR_ERR_NOMEM, "out of memory");
+  }
+  if (!rc)
+    fwrite(buf, 1, len, stdout);
+  free(buf);
   mr_value_free(snap);
   mr_value_free(cl);
   *printed = rc == MR_OK;
