@@ -3,7 +3,8 @@
  * checking what RFC 0002 promises about it:
  *   - every key decodes (key.h) and every value decodes under its key, with
  *     the ids of key and value agreeing (value.h);
- *   - versioned records begin no later than they end and than the head;
+ *   - versioned records begin no later than they end and than the head,
+ *     and the ended versions of one entity do not overlap;
  *   - the name and delete_target directories hold exactly the entries the
  *     current records imply (store_name_entry_of / store_delete_target_of,
  *     the same functions commits use), no more, no fewer;
@@ -130,6 +131,12 @@ typedef struct verifier {
   bool head_ok;                  /* sys/head decoded: out->head holds it */
   entry_vec names, targets;      /* entries the current records imply */
   u64_vec snapshots, changelogs; /* ids, ascending (the walk's order) */
+  /* The previous history version walked: history keys sort by entity, then
+   * end_snapshot, so an entity's ended versions arrive one after another,
+   * oldest first, and each must begin no earlier than the one before ended. */
+  bool has_prev;
+  mr_key prev;       /* its key (no name: history kinds carry none) */
+  uint64_t prev_end; /* its end_snapshot */
 } verifier;
 
 /* The text form of k into buf (MR_KEY_TEXT_MAX), "?" if it has none. */
@@ -202,6 +209,26 @@ static const char *value_fault(const char *msg, const char *key) {
 
 /* ---- per-record checks ----------------------------------------------------- */
 
+/* Two ended versions of one entity live at the same snapshot: time travel
+ * to it would see the entity twice. */
+static mr_status check_overlap(verifier *v, const mr_key *k, uint64_t begin, uint64_t end,
+                               const char *kt, mr_error *err) {
+  unsigned ncomp = mr_key_kind_get(k->kind)->ncomp;
+  bool same = v->has_prev && v->prev.kind == k->kind &&
+              memcmp(v->prev.c, k->c, ncomp * sizeof k->c[0]) == 0;
+  mr_status rc = MR_OK;
+  if (same && begin < v->prev_end) {
+    char pt[MR_KEY_TEXT_MAX];
+    rc = report(v, STORE_CHECK_LIFECYCLE, kt, err,
+                "begins at snapshot %llu, before the version before it (%s) ends",
+                (unsigned long long)begin, key_text(&v->prev, pt));
+  }
+  v->has_prev = true;
+  v->prev = *k;
+  v->prev_end = end;
+  return rc;
+}
+
 static mr_status check_lifecycle(verifier *v, const mr_key *k, const ProtobufCMessage *m,
                                  const char *kt, mr_error *err) {
   uint64_t begin = 0, end = 0;
@@ -221,6 +248,8 @@ static mr_status check_lifecycle(verifier *v, const mr_key *k, const ProtobufCMe
     rc = report(v, STORE_CHECK_LIFECYCLE, kt, err,
                 "ends at snapshot %llu, after the head snapshot %llu", (unsigned long long)end,
                 (unsigned long long)head);
+  if (!rc && k->history)
+    rc = check_overlap(v, k, begin, end, kt, err);
   return rc;
 }
 

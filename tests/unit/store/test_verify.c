@@ -3,9 +3,9 @@
  * under the window it was written with, the changelog window checked both
  * ways (records outside a smaller window, missing ones inside a larger),
  * and damage only kv can write — a history version that ends before it
- * begins, a migration marker — reported on a store the checked open
- * refuses. The end-to-end cases (tests/e2e/test_toolbox.py) damage stores a
- * real server wrote.
+ * begins, two ended versions of one entity that overlap, a migration
+ * marker — reported on a store the checked open refuses. The end-to-end cases
+ * (tests/e2e/test_toolbox.py) damage stores a real server wrote.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -152,6 +152,17 @@ static void test_lifecycle_and_migration(void **state) {
   sc.end_snapshot = 1;
   mr_key hk = {.kind = MR_KK_SCHEMA, .history = true, .c = {9, 1}};
   kv_put(url, &hk, &sc.base);
+  /* schema 8 was live over [0, 1) and, again, over [0, 2): they overlap */
+  Moraine__V1__Schema a = MORAINE__V1__SCHEMA__INIT, b = MORAINE__V1__SCHEMA__INIT;
+  a.schema_id = b.schema_id = 8;
+  a.begin_snapshot = b.begin_snapshot = 0;
+  a.has_end_snapshot = b.has_end_snapshot = true;
+  a.end_snapshot = 1;
+  b.end_snapshot = 2;
+  mr_key ak = {.kind = MR_KK_SCHEMA, .history = true, .c = {8, 1}};
+  mr_key bk = {.kind = MR_KK_SCHEMA, .history = true, .c = {8, 2}};
+  kv_put(url, &ak, &a.base);
+  kv_put(url, &bk, &b.base);
   Moraine__V1__SysMigration mg = MORAINE__V1__SYS_MIGRATION__INIT;
   mg.from_format = 11;
   mg.to_format = 12;
@@ -165,7 +176,10 @@ static void test_lifecycle_and_migration(void **state) {
 
   found f;
   store_verify_result r = verify(url, 0, &f);
-  assert_int_equal(r.problems, 2);
+  assert_int_equal(r.problems, 3);
+  assert_true(has(&f, STORE_CHECK_LIFECYCLE, "history/schema{schema_id=8,end_snapshot=2}",
+                  "begins at snapshot 0, before the version before it "
+                  "(history/schema{schema_id=8,end_snapshot=1}) ends"));
   assert_true(has(&f, STORE_CHECK_LIFECYCLE, "history/schema{schema_id=9,end_snapshot=1}",
                   "begins at snapshot 2, after it ends at 1"));
   assert_true(has(&f, STORE_CHECK_SYSTEM, "sys/migration", "from format 11 to 12"));
