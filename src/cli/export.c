@@ -8,16 +8,17 @@
  * (catalog_load: the 28 ducklake_* tables, the inlined data and delete
  * tables, from the catalog layer's one mapping table), into an engine whose
  * database is the file, in schema main (DuckLake's metadata schema for a
- * DuckDB catalog). --at S then cuts the catalog back to S: later snapshots
- * and the rows they began go, versions they ended are live again, and rows
- * of child tables left without their parent go too. Statistics are the
- * store's current ones (RFC 0002 keeps no history of them).
+ * DuckDB catalog); the inlined data tables then get their columns' DuckDB
+ * types (export_inline.c). --at S then cuts the catalog back to S: later
+ * snapshots and the rows they began go, versions they ended are live
+ * again, and rows of child tables left without their parent go too.
+ * Statistics are the store's current ones (RFC 0002 keeps no history of
+ * them).
  *
  * The load is checked against sys/head before and after (tool.h) and done
  * again if a commit landed meanwhile. The file is written beside FILE as
- * moraine_export_PID.duckdb and renamed
- * to FILE once complete, so FILE never holds a half-written catalog; an
- * existing FILE is refused.
+ * moraine_export_PID.duckdb and renamed to FILE once complete, so FILE
+ * never holds a half-written catalog; an existing FILE is refused.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 
 #include "catalog/catalog.h"
 #include "cli/cli.h"
+#include "cli/export_inline.h"
 #include "cli/tool.h"
 #include "mr_version.h"
 
@@ -182,6 +184,8 @@ static mr_status fill(store *st, sql_engine *e, const char *dbname, bool has_at,
   if (!rc)
     rc = catalog_load(c, rows, err);
   catalog_free(c);
+  if (!rc)
+    rc = export_native_inline(st, e, err);
   if (!rc && has_at)
     rc = cut_to(st, e, at, at_schema_version, err);
   /* sql_engine_open makes schema public for the server's clients; DuckLake's
