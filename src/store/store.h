@@ -12,7 +12,8 @@
  *    and table names), delete_target (current delete files by data file),
  *    changelog (the current keys each snapshot commit wrote, sliding window);
  *  - reads: the current load (current subspace only), reads at a snapshot,
- *    name lookup, delete files by target, changelog replay, census;
+ *    name lookup, delete files by target, changelog replay, census, and
+ *    verification (store_verify: every key checked against the layout);
  *  - maintenance: snapshot expiry in bounded, resumable batches, recorded in
  *    sys/maintenance_status.
  *
@@ -355,7 +356,8 @@ typedef struct store_verify_result {
  * Walks every key of st once (open it read_only + unchecked to verify a
  * store the open checks would refuse): decodes each key and value (ids in
  * key and value must agree), checks each versioned record's begin/end
- * against each other and the head, that every name and delete_target entry
+ * against each other and the head (and that the ended versions of one
+ * entity do not overlap), that every name and delete_target entry
  * is the one a current record implies (store_name_entry_of, ...) and every
  * such record has its entry, that the changelog holds a record for each
  * snapshot of the window (head - changelog_window, head] (0: the default
