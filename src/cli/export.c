@@ -270,10 +270,15 @@ static int export_to(store *st, bool has_at, uint64_t at, const char *file) {
   mr_error err;
   mr_status rc = MR_OK;
   bool changed = true;
+  tool_progress progress;
+  tool_progress_init(&progress, "export");
   for (int attempt = 0; !rc && changed && attempt < TOOL_READ_ATTEMPTS; attempt++) {
+    tool_progress_start(&progress, "loading the catalog into %s%s", partial,
+                        attempt ? " (again: a commit landed meanwhile)" : "");
     remove_partial(partial);
     rc = write_partial(st, partial, dbname, has_at, at, at_schema_version, &rows, &changed, &err);
   }
+  tool_progress_done(&progress);
   if (!rc && changed)
     rc = mr_fail(&err, MR_ERR_CONFLICT, "the store changed during each of %d loads; try again",
                  TOOL_READ_ATTEMPTS);

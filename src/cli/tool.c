@@ -197,6 +197,19 @@ void tool_progress_note(tool_progress *p, const char *fmt, ...) {
   fflush(stderr);
 }
 
+void tool_progress_start(tool_progress *p, const char *fmt, ...) {
+  if (!p->tty)
+    return;
+  char line[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\rmoraine: %s: %s\033[K", p->cmd, line);
+  fflush(stderr);
+  p->shown = true;
+}
+
 void tool_progress_done(tool_progress *p) {
   if (p->shown)
     fputs("\r\033[K", stderr);

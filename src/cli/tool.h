@@ -80,5 +80,8 @@ typedef struct tool_progress {
 void tool_progress_init(tool_progress *p, const char *cmd);
 void tool_progress_note(tool_progress *p, const char *fmt, ...) MR_PRINTF(2, 3);
 void tool_progress_done(tool_progress *p);
+/* A note shown at once, on a terminal only (work whose length is unknown,
+ * e.g. export's load); tool_progress_done erases it. */
+void tool_progress_start(tool_progress *p, const char *fmt, ...) MR_PRINTF(2, 3);
 
 #endif
