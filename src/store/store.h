@@ -317,7 +317,8 @@ mr_status store_take_census(store *st, store_census *out, mr_error *err) MR_MUST
   X(DELETE_TARGET, "delete_target") /* delete_target directory */            \
   X(CHANGELOG, "changelog") /* the changelog window */                       \
   X(HEAD, "head")           /* sys/head against the snapshot records */      \
-  X(SYSTEM, "system")       /* sys/format, sys/migration */
+  X(SYSTEM, "system")       /* sys/format, sys/migration */                  \
+  X(INLINE, "inline")       /* inlined rows against their inlined tables */
 
 typedef enum store_check {
 #define STORE_CHECK_ENUM(id, text) STORE_CHECK_##id,
@@ -362,7 +363,8 @@ typedef struct store_verify_result {
  * such record has its entry, that the changelog holds a record for each
  * snapshot of the window (head - changelog_window, head] (0: the default
  * window) and none outside it, each listing decodable current-side keys,
- * and that sys/head names the newest snapshot record. Problems go to
+ * that every inlined row belongs to an inlined table of its width, and that
+ * sys/head names the newest snapshot record. Problems go to
  * hooks->problem; MR_OK means the walk finished (clean when out->problems
  * is 0). Fails (not a problem) when the store cannot be read, is empty, or
  * has a layout format this build does not know.

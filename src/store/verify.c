@@ -10,6 +10,7 @@
  *     the same functions commits use), no more, no fewer;
  *   - the changelog holds one record for every snapshot of its window and
  *     none outside it, each listing current-side keys;
+ *   - every inlined row belongs to an inlined table of its width;
  *   - sys/format and sys/head are there, and sys/head names the newest
  *     snapshot record.
  * It only reads: problems are reported, never repaired.
@@ -104,6 +105,44 @@ static mr_status entry_push(entry_vec *a, const mr_key *k, mr_error *err) {
   return MR_OK;
 }
 
+/* An inline/data_table record: (table_id, schema_version) and its width. */
+typedef struct inline_table {
+  uint64_t table_id, schema_version;
+  size_t ncols;
+} inline_table;
+
+typedef struct inline_vec {
+  inline_table *t;
+  size_t n, cap;
+} inline_vec;
+
+static mr_status inline_push(inline_vec *a, inline_table x, mr_error *err) {
+  if (a->n == a->cap) {
+    size_t cap = a->cap ? 2 * a->cap : 64;
+    inline_table *n = realloc(a->t, cap * sizeof *n);
+    if (n == NULL)
+      return mr_fail(err, MR_ERR_NOMEM, "verify: out of memory");
+    a->t = n;
+    a->cap = cap;
+  }
+  a->t[a->n++] = x;
+  return MR_OK;
+}
+
+/* The table (t, v) of sorted a, or NULL. */
+static const inline_table *inline_find(const inline_vec *a, uint64_t t, uint64_t v) {
+  size_t lo = 0, hi = a->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const inline_table *m = &a->t[mid];
+    if (m->table_id < t || (m->table_id == t && m->schema_version < v))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < a->n && a->t[lo].table_id == t && a->t[lo].schema_version == v ? &a->t[lo] : NULL;
+}
+
 static int bytes_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
   int r = memcmp(a, b, al < bl ? al : bl);
   return r ? r : (al > bl) - (al < bl);
@@ -137,6 +176,11 @@ typedef struct verifier {
   bool has_prev;
   mr_key prev;       /* its key (no name: history kinds carry none) */
   uint64_t prev_end; /* its end_snapshot */
+  /* The inlined tables: within the inline subspace data_table keys sort
+   * before data_row keys and delete_table before delete_row, so the tables
+   * are all known, in key order, before the first row of their kind. */
+  inline_vec inline_tables;
+  u64_vec delete_tables;
 } verifier;
 
 /* The text form of k into buf (MR_KEY_TEXT_MAX), "?" if it has none. */
@@ -286,6 +330,32 @@ static mr_status check_format_record(verifier *v, const Moraine__V1__SysFormat *
   return MR_OK;
 }
 
+/*
+ * An inlined row needs its inlined table, of its width: the catalog load
+ * makes the tables from those records and fills them with the rows, so a
+ * row without one (or of another width) is a store that does not load.
+ */
+static mr_status check_inline_row(verifier *v, const mr_key *k, const ProtobufCMessage *m,
+                                  const char *kt, mr_error *err) {
+  char tt[MR_KEY_TEXT_MAX];
+  if (k->kind == MR_KK_INLINE_ROW) {
+    const inline_table *t = inline_find(&v->inline_tables, k->c[0], k->c[1]);
+    mr_key tk = {.kind = MR_KK_INLINE_TABLE, .c = {k->c[0], k->c[1]}};
+    size_t cells = ((const Moraine__V1__InlineDataRow *)m)->n_cell;
+    if (t == NULL)
+      return report(v, STORE_CHECK_INLINE, kt, err, "belongs to no inlined table (%s is missing)",
+                    key_text(&tk, tt));
+    if (t->ncols != cells)
+      return report(v, STORE_CHECK_INLINE, kt, err, "holds %zu values, but %s has %zu columns",
+                    cells, key_text(&tk, tt), t->ncols);
+  } else if (k->kind == MR_KK_INLINE_DELETE_ROW && !u64_has(&v->delete_tables, k->c[0])) {
+    mr_key tk = {.kind = MR_KK_INLINE_DELETE_TABLE, .c = {k->c[0]}};
+    return report(v, STORE_CHECK_INLINE, kt, err,
+                  "belongs to no inlined delete table (%s is missing)", key_text(&tk, tt));
+  }
+  return MR_OK;
+}
+
 /* Every check of one decoded record. */
 static mr_status check_record(verifier *v, const mr_key *k, const ProtobufCMessage *m,
                               const char *kt, mr_error *err) {
@@ -314,10 +384,19 @@ static mr_status check_record(verifier *v, const mr_key *k, const ProtobufCMessa
     mr_status rc = u64_push(&v->changelogs, k->c[0], err);
     return rc ? rc : check_changelog(v, (const Moraine__V1__Changelog *)m, kt, err);
   }
+  case MR_KK_INLINE_TABLE: {
+    inline_table t = {k->c[0], k->c[1], ((const Moraine__V1__InlineDataTable *)m)->n_column};
+    return inline_push(&v->inline_tables, t, err);
+  }
+  case MR_KK_INLINE_DELETE_TABLE:
+    return u64_push(&v->delete_tables, k->c[0], err);
   default:
     break;
   }
-  mr_status rc = check_lifecycle(v, k, m, kt, err);
+  mr_status rc = check_inline_row(v, k, m, kt, err);
+  if (rc)
+    return rc;
+  rc = check_lifecycle(v, k, m, kt, err);
   if (rc || k->history)
     return rc;
   mr_key dk;
@@ -581,5 +660,7 @@ mr_status store_verify(store *st, uint64_t changelog_window, const store_verify_
   entry_vec_free(&v.targets);
   free(v.snapshots.v);
   free(v.changelogs.v);
+  free(v.inline_tables.t);
+  free(v.delete_tables.v);
   return rc;
 }

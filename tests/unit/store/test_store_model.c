@@ -830,6 +830,16 @@ static void op_inline(tx *t) {
       d.row_id = (int64_t)rn(1000);
       d.begin_snapshot = (int64_t)t->S;
       mr_key k = key3(MR_KK_INLINE_DELETE_ROW, table, f->key.c[1], (uint64_t)d.row_id);
+      /* as DuckLake creates ducklake_inlined_delete_T before its first row */
+      mr_key dk = key1(MR_KK_INLINE_DELETE_TABLE, table);
+      if (live_row(t->m, &dk) == NULL) {
+        Moraine__V1__InlineDeleteTable dt = MORAINE__V1__INLINE_DELETE_TABLE__INIT;
+        char dname[64];
+        snprintf(dname, sizeof dname, "ducklake_inlined_delete_%llu", (unsigned long long)table);
+        dt.table_id = (int64_t)table;
+        dt.table_name = dname;
+        tx_put(t, &dk, &dt.base);
+      }
       if (live_row(t->m, &k) == NULL)
         tx_put(t, &k, &d.base);
       return;

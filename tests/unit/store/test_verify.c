@@ -4,7 +4,8 @@
  * ways (records outside a smaller window, missing ones inside a larger),
  * and damage only kv can write — a history version that ends before it
  * begins, two ended versions of one entity that overlap, a migration
- * marker — reported on a store the checked open refuses. The end-to-end cases
+ * marker, inlined rows without their inlined table or of another width —
+ * reported on a store the checked open refuses. The end-to-end cases
  * (tests/e2e/test_toolbox.py) damage stores a real server wrote.
  */
 #include <setjmp.h>
@@ -185,6 +186,67 @@ static void test_lifecycle_and_migration(void **state) {
   assert_true(has(&f, STORE_CHECK_SYSTEM, "sys/migration", "from format 11 to 12"));
 }
 
+static void test_inline_rows_need_their_tables(void **state) {
+  char url[4096];
+  st_url("verify-inline", url, sizeof url);
+  build(url, 0, 2);
+  /* table 5: data table of schema version 2 with one column; a row of
+   * version 1 (no table) and a row of version 2 with two values */
+  Moraine__V1__InlineColumn colv = MORAINE__V1__INLINE_COLUMN__INIT, *cols[] = {&colv};
+  colv.name = "a";
+  colv.type = "INTEGER";
+  Moraine__V1__InlineDataTable dt = MORAINE__V1__INLINE_DATA_TABLE__INIT;
+  dt.table_id = 5;
+  dt.schema_version = 2;
+  dt.n_column = 1;
+  dt.column = cols;
+  mr_key dtk = {.kind = MR_KK_INLINE_TABLE, .c = {5, 2}};
+  kv_put(url, &dtk, &dt.base);
+  Moraine__V1__InlineCell c1 = MORAINE__V1__INLINE_CELL__INIT, *cells[] = {&c1, &c1};
+  c1.value.data = (uint8_t *)"1";
+  c1.value.len = 1;
+  Moraine__V1__InlineDataRow row = MORAINE__V1__INLINE_DATA_ROW__INIT;
+  row.table_id = 5;
+  row.schema_version = 1;
+  row.row_id = 0;
+  row.begin_snapshot = 1;
+  row.n_cell = 1;
+  row.cell = cells;
+  mr_key r1 = {.kind = MR_KK_INLINE_ROW, .c = {5, 1, 0, 1}};
+  kv_put(url, &r1, &row.base);
+  row.schema_version = 2;
+  row.n_cell = 2;
+  mr_key r2 = {.kind = MR_KK_INLINE_ROW, .c = {5, 2, 0, 1}};
+  kv_put(url, &r2, &row.base);
+  row.n_cell = 1; /* a row of the right width: no problem */
+  row.row_id = 1;
+  mr_key r3 = {.kind = MR_KK_INLINE_ROW, .c = {5, 2, 1, 1}};
+  kv_put(url, &r3, &row.base);
+  /* a deletion of table 6, which has no inlined delete table */
+  Moraine__V1__InlineDeleteRow del = MORAINE__V1__INLINE_DELETE_ROW__INIT;
+  del.table_id = 6;
+  del.file_id = 3;
+  del.row_id = 4;
+  del.begin_snapshot = 1;
+  mr_key dk = {.kind = MR_KK_INLINE_DELETE_ROW, .c = {6, 3, 4}};
+  kv_put(url, &dk, &del.base);
+
+  found f;
+  store_verify_result r = verify(url, 0, &f);
+  assert_int_equal(r.problems, 3);
+  assert_true(has(&f, STORE_CHECK_INLINE,
+                  "inline/data_row{table_id=5,schema_version=1,row_id=0,begin_snapshot=1}",
+                  "belongs to no inlined table (inline/data_table{table_id=5,schema_version=1} is "
+                  "missing)"));
+  assert_true(
+      has(&f, STORE_CHECK_INLINE,
+          "inline/data_row{table_id=5,schema_version=2,row_id=0,begin_snapshot=1}",
+          "holds 2 values, but inline/data_table{table_id=5,schema_version=2} has 1 columns"));
+  assert_true(
+      has(&f, STORE_CHECK_INLINE, "inline/delete_row{table_id=6,file_id=3,row_id=4}",
+          "belongs to no inlined delete table (inline/delete_table{table_id=6} is missing)"));
+}
+
 static void test_unknown_format_cannot_verify(void **state) {
   char url[4096];
   st_url("verify-format", url, sizeof url);
@@ -219,6 +281,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window),
       cmocka_unit_test(test_lifecycle_and_migration),
+      cmocka_unit_test(test_inline_rows_need_their_tables),
       cmocka_unit_test(test_unknown_format_cannot_verify),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
