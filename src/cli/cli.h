@@ -10,5 +10,14 @@ int cli_serve(int argc, char **argv);
 int cli_user(int argc, char **argv);
 /* `moraine info` / `moraine census` (inspect.c); cmd names which. */
 int cli_inspect(const char *cmd, int argc, char **argv);
+/* `moraine verify` (verify.c). */
+int cli_verify(int argc, char **argv);
+/* `moraine snapshots` (snapshots.c), `moraine show` (show.c). */
+int cli_snapshots(int argc, char **argv);
+int cli_show(int argc, char **argv);
+/* `moraine watch` (watch.c). */
+int cli_watch(int argc, char **argv);
+/* `moraine export` (export.c). */
+int cli_export(int argc, char **argv);
 
 #endif

@@ -4,14 +4,14 @@
  *   moraine census STORE [--json]   keys and bytes per subspace and per kind
  * Each opens STORE (a URL, or a folder path for file://) with a read-only
  * SlateDB reader, so a running writer is not disturbed, and prints a table
- * for people or one JSON object for scripts. Failures: one line, exit 1; a
- * bad command line: exit 2.
+ * for people or one JSON object for scripts. Exit codes: tool.h.
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/tool.h"
 #include "key/key.h"
 #include "store/store.h"
 
@@ -25,33 +25,6 @@ static const char inspect_usage[] =
     "  census: keys and bytes per subspace, and per kind in current and history\n"
     "  (one full scan).\n";
 
-/* "2026-12-03T14:05:00.123456Z" for microseconds since the epoch. */
-static void iso_time(int64_t us, char *out, size_t cap) {
-  time_t s = (time_t)(us / 1000000);
-  struct tm tm;
-  gmtime_r(&s, &tm);
-  char day[32];
-  strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out, cap, "%s.%06lldZ", day, (long long)(us % 1000000));
-}
-
-/* Opens url read-only; a plain path means file://path. */
-static store *open_read_only(const char *arg) {
-  char url[4096];
-  if (strstr(arg, "://"))
-    snprintf(url, sizeof url, "%s", arg);
-  else
-    snprintf(url, sizeof url, "file://%s", arg);
-  store_options o = {.read_only = true};
-  store *st = NULL;
-  mr_error err;
-  if (store_open(url, &o, &st, &err) != MR_OK) {
-    fprintf(stderr, "moraine: cannot open the store %s: %s\n", url, err.msg);
-    return NULL;
-  }
-  return st;
-}
-
 static int info(store *st, bool json) {
   store_description d;
   mr_error err;
@@ -61,9 +34,9 @@ static int info(store *st, bool json) {
   }
   char head_time[48] = "", pass_time[48] = "";
   if (d.has_head_time)
-    iso_time(d.head_time_us, head_time, sizeof head_time);
+    tool_iso_time(d.head_time_us, head_time, sizeof head_time);
   if (d.maintenance_passes)
-    iso_time(d.last_pass_us, pass_time, sizeof pass_time);
+    tool_iso_time(d.last_pass_us, pass_time, sizeof pass_time);
   if (json) {
     printf("{\"format\": %u, \"writer_version\": \"%s\", \"head_snapshot\": %llu, "
            "\"batch_count\": %llu, \"head_time\": %s%s%s, \"maintenance_passes\": %zu, "
@@ -95,7 +68,9 @@ static int info(store *st, bool json) {
 static int census(store *st, bool json) {
   store_census c;
   mr_error err;
-  fprintf(stderr, "moraine: census: scanning every key\n");
+  /* a note for people waiting at a terminal; scripts see only a failure's one line */
+  if (isatty(STDERR_FILENO))
+    fprintf(stderr, "moraine: census: scanning every key\n");
   if (store_take_census(st, &c, &err) != MR_OK) {
     fprintf(stderr, "moraine: census: %s\n", err.msg);
     return 1;
@@ -160,16 +135,9 @@ int cli_inspect(const char *cmd, int argc, char **argv) {
     fprintf(stderr, "moraine: %s: which store? (see moraine %s --help)\n", cmd, cmd);
     return 2;
   }
-  store *st = open_read_only(where);
+  store *st = tool_open(cmd, where, false);
   if (st == NULL)
-    return 1;
+    return TOOL_EXIT_FAILED;
   int status = strcmp(cmd, "info") == 0 ? info(st, json) : census(st, json);
-  mr_error err;
-  if (store_close(st, &err) != MR_OK && status == 0) {
-    fprintf(stderr, "moraine: %s: closing the store: %s\n", cmd, err.msg);
-    status = 1;
-  }
-  if (fflush(stdout) != 0)
-    status = 1;
-  return status;
+  return tool_close(cmd, st, status);
 }

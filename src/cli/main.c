@@ -30,6 +30,17 @@ static const char usage[] =
     "        a store's format, creator, head snapshot and time, maintenance (read-only)\n"
     "  census STORE [--json]\n"
     "        keys and bytes per subspace and kind (read-only, one full scan)\n"
+    "  verify STORE [--json] [--changelog-window N]\n"
+    "        check every key, value, directory entry, the changelog and the head\n"
+    "        (read-only; exit 0 clean, 3 damaged, 1 could not verify)\n"
+    "  snapshots STORE [--json]\n"
+    "        every snapshot: id, time, schema version, changes, author, message\n"
+    "  show STORE [--at SNAPSHOT|TIMESTAMP] [TABLE] [--json]\n"
+    "        the catalog at a snapshot: schemas, tables, columns, files, inlined rows\n"
+    "  watch STORE [--from SNAPSHOT] [--interval-ms N]\n"
+    "        follow the writer: each commit as a JSON line, until SIGINT/SIGTERM\n"
+    "  export STORE [--at SNAPSHOT] FILE\n"
+    "        write the catalog into a new DuckDB file that stock DuckLake attaches\n"
     "  user add NAME --role read|write --users-file FILE\n"
     "        add or change a user of --users-file (password asked, never stored)\n"
     "  admission-table\n"
@@ -67,6 +78,16 @@ int main(int argc, char **argv) {
     return cli_user(argc - 1, argv + 1);
   if (strcmp(cmd, "info") == 0 || strcmp(cmd, "census") == 0)
     return cli_inspect(cmd, argc - 1, argv + 1);
+  if (strcmp(cmd, "verify") == 0)
+    return cli_verify(argc - 1, argv + 1);
+  if (strcmp(cmd, "snapshots") == 0)
+    return cli_snapshots(argc - 1, argv + 1);
+  if (strcmp(cmd, "show") == 0)
+    return cli_show(argc - 1, argv + 1);
+  if (strcmp(cmd, "watch") == 0)
+    return cli_watch(argc - 1, argv + 1);
+  if (strcmp(cmd, "export") == 0)
+    return cli_export(argc - 1, argv + 1);
   fprintf(stderr, "moraine: unknown command '%s' (see moraine --help)\n", cmd);
   return 2;
 }

@@ -132,11 +132,10 @@ static mr_status add_key_op(store_commit *c, bool is_put, const mr_key *k, const
 
 /* ---- derived directory entries ------------------------------------------ */
 
-/*
- * The name entry of a schema or table value, if it has one (a NULL name, or
- * a table with no schema, has none). *has is false for other kinds.
- */
-static void name_entry_of(const mr_key *k, const ProtobufCMessage *v, mr_key *nk, bool *has) {
+/* store_name_entry_of and store_delete_target_of (store_internal.h) are the
+ * one definition of which directory entry a record implies; verify.c checks
+ * stores against them. */
+void store_name_entry_of(const mr_key *k, const ProtobufCMessage *v, mr_key *nk, bool *has) {
   *has = false;
   const char *name = NULL;
   uint64_t parent = 0;
@@ -163,8 +162,7 @@ static void name_entry_of(const mr_key *k, const ProtobufCMessage *v, mr_key *nk
   *has = true;
 }
 
-/* The delete_target entry of a delete file value (none without a data file). */
-static void target_entry_of(const mr_key *k, const ProtobufCMessage *v, mr_key *tk, bool *has) {
+void store_delete_target_of(const mr_key *k, const ProtobufCMessage *v, mr_key *tk, bool *has) {
   uint64_t data_file = 0;
   *has = k->kind == MR_KK_DELFILE && store_msg_u64(v, "data_file_id", &data_file);
   if (!*has)
@@ -181,9 +179,9 @@ static mr_status directory_ops(store_commit *c, bool is_put, const mr_key *k, co
                                mr_error *err) {
   mr_key dk;
   bool has = false;
-  name_entry_of(k, v, &dk, &has);
+  store_name_entry_of(k, v, &dk, &has);
   if (!has)
-    target_entry_of(k, v, &dk, &has);
+    store_delete_target_of(k, v, &dk, &has);
   if (!has)
     return MR_OK;
   return add_key_op(c, is_put, &dk, NULL, false, err);

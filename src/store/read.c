@@ -215,6 +215,15 @@ mr_status store_read_at(store *st, uint64_t s, uint64_t table_id, store_visit_fn
   return read_point_at(st, &ok, &v, err);
 }
 
+mr_status store_read_kind_at(store *st, mr_key_kind kind, uint64_t s, uint64_t table_id, store_visit_fn fn,
+                             void *ctx, mr_error *err) {
+  const mr_key_kind_info *ki = mr_key_kind_get(kind);
+  if (ki == NULL || (table_id && !(ki->flags & MR_KF_TABLE_SCOPED)))
+    return mr_fail(err, MR_ERR_INVALID, "store_read_kind_at: kind %d is unknown or not table-scoped", (int)kind);
+  visit_ctx v = {fn, ctx, s};
+  return read_kind_at(st, kind, table_id, &v, err);
+}
+
 /* ---- name lookup ---------------------------------------------------------- */
 
 typedef struct name_ctx {

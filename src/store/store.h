@@ -12,7 +12,8 @@
  *    and table names), delete_target (current delete files by data file),
  *    changelog (the current keys each snapshot commit wrote, sliding window);
  *  - reads: the current load (current subspace only), reads at a snapshot,
- *    name lookup, delete files by target, changelog replay, census;
+ *    name lookup, delete files by target, changelog replay, census, and
+ *    verification (store_verify: every key checked against the layout);
  *  - maintenance: snapshot expiry in bounded, resumable batches, recorded in
  *    sys/maintenance_status.
  *
@@ -60,6 +61,10 @@ typedef struct store_options {
   const char *cache_dir;       /* local object-store read cache (kv_open_options) or NULL */
   uint32_t gc_interval_ms;     /* SlateDB garbage collector (kv_open_options); 0 = default */
   uint32_t gc_min_age_ms;
+  bool unchecked;              /* with read_only: skip the format, migration and
+                                  head checks of the open (sys/head read if it
+                                  decodes), so that store_verify can report a
+                                  damaged store instead of being refused it */
 } store_options;
 
 /* sys/head: the latest snapshot and the count of batches that landed. */
@@ -275,6 +280,17 @@ mr_status store_delete_files_for(store *st, uint64_t table_id, uint64_t data_fil
 mr_status store_changelog_replay(store *st, uint64_t from, uint64_t to, store_visit_fn fn, void *ctx,
                                  mr_error *err) MR_MUST_CHECK;
 
+/* As store_read_at, for one kind only (a versioned kind: its current and
+ * history ranges; table_id = 0: every table; else the kind must be
+ * table-scoped). The tools read a catalog's tables this way without
+ * reading everything else. */
+mr_status store_read_kind_at(store *st, mr_key_kind kind, uint64_t s, uint64_t table_id,
+                             store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
+
+/* Read-only store: catches up with what the writer has made durable
+ * (kv_refresh) and rereads sys/head into *head (and store_get_head). */
+mr_status store_refresh(store *st, store_head *head, mr_error *err) MR_MUST_CHECK;
+
 typedef struct store_census_row {
   uint64_t keys;
   uint64_t bytes; /* keys + values */
@@ -308,6 +324,73 @@ mr_status store_describe(store *st, store_description *out, mr_error *err) MR_MU
 
 /* Counts every key of the store (one full scan). */
 mr_status store_take_census(store *st, store_census *out, mr_error *err) MR_MUST_CHECK;
+
+/* ---- verification (verify.c) ------------------------------------------ */
+
+/* X(id, text): what a problem store_verify reports is about. */
+#define STORE_CHECK_TABLE(X)                                                   \
+  X(KEY, "key")             /* a key that does not decode */                 \
+  X(VALUE, "value")         /* a value that does not decode */               \
+  X(IDS, "ids")             /* a value whose ids disagree with its key */    \
+  X(LIFECYCLE, "lifecycle") /* begin/end snapshots against each other, head */ \
+  X(NAME, "name")           /* name directory against current records */    \
+  X(DELETE_TARGET, "delete_target") /* delete_target directory */            \
+  X(CHANGELOG, "changelog") /* the changelog window */                       \
+  X(HEAD, "head")           /* sys/head against the snapshot records */      \
+  X(SYSTEM, "system")       /* sys/format, sys/migration */                  \
+  X(INLINE, "inline")       /* inlined rows against their inlined tables */
+
+typedef enum store_check {
+#define STORE_CHECK_ENUM(id, text) STORE_CHECK_##id,
+  STORE_CHECK_TABLE(STORE_CHECK_ENUM)
+#undef STORE_CHECK_ENUM
+      STORE_CHECK_COUNT
+} store_check;
+
+const char *store_check_text(store_check c);
+
+/* One problem: valid only during the report call. */
+typedef struct store_problem {
+  store_check check;
+  const char *key;  /* the key's text form (key.h); an undecodable key as "0x" + hex */
+  const char *what; /* one line saying what is wrong */
+} store_problem;
+
+typedef struct store_verify_hooks {
+  /* every problem, in the order found; return non-OK to stop the walk */
+  mr_status (*problem)(void *ctx, const store_problem *p, mr_error *err);
+  /* every 4096 keys walked (may be NULL) */
+  void (*progress)(void *ctx, uint64_t keys);
+  void *ctx;
+} store_verify_hooks;
+
+typedef struct store_verify_result {
+  uint64_t keys;            /* keys walked */
+  uint64_t problems;        /* problems reported */
+  store_head head;          /* sys/head as read (zero if it did not decode) */
+  uint64_t snapshots;       /* snapshot records */
+  uint64_t newest_snapshot; /* the greatest snapshot id (0 when none) */
+  uint64_t changelog_records;
+} store_verify_result;
+
+/*
+ * Walks every key of st once (open it read_only + unchecked to verify a
+ * store the open checks would refuse): decodes each key and value (ids in
+ * key and value must agree), checks each versioned record's begin/end
+ * against each other and the head (and that the ended versions of one
+ * entity do not overlap), that every name and delete_target entry
+ * is the one a current record implies (store_name_entry_of, ...) and every
+ * such record has its entry, that the changelog holds a record for each
+ * snapshot of the window (head - changelog_window, head] (0: the default
+ * window) and none outside it, each listing decodable current-side keys,
+ * that every inlined row belongs to an inlined table of its width, and that
+ * sys/head names the newest snapshot record. Problems go to
+ * hooks->problem; MR_OK means the walk finished (clean when out->problems
+ * is 0). Fails (not a problem) when the store cannot be read, is empty, or
+ * has a layout format this build does not know.
+ */
+mr_status store_verify(store *st, uint64_t changelog_window, const store_verify_hooks *hooks,
+                       store_verify_result *out, mr_error *err) MR_MUST_CHECK;
 
 /* Keys read through this store's kv handle so far (tests prove O(live) loads). */
 uint64_t store_keys_read(const store *st);

@@ -73,6 +73,16 @@ mr_status store_maintenance_append(store *st, kv_batch *b, int64_t start_us, con
                                    const store_maint_step *steps, size_t nsteps,
                                    mr_error *err) MR_MUST_CHECK;
 
+/*
+ * The directory entries a record implies (commit.c): the name entry of a
+ * current schema or table value (none for a NULL name or a table with no
+ * schema; nk->name points into v, valid while v is), and the delete_target
+ * entry of a delete file value (none without a data file). *has is false
+ * for every other kind.
+ */
+void store_name_entry_of(const mr_key *k, const ProtobufCMessage *v, mr_key *nk, bool *has);
+void store_delete_target_of(const mr_key *k, const ProtobufCMessage *v, mr_key *tk, bool *has);
+
 /* Microseconds since the epoch, UTC. */
 int64_t store_now_us(void);
 
