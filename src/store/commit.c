@@ -290,7 +290,13 @@ mr_status store_commit_forget(store_commit *c, const mr_key *k, const ProtobufCM
   const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
   if (ki != NULL && k->kind == MR_KK_SNAPSHOT && !k->history) {
     c->counts.snapshots_forgotten++;
-    return add_key_op(c, false, k, NULL, false, err);
+    /* its changelog record goes with it: a reader whose gap reaches back
+     * past an expired snapshot reloads in full anyway (RFC 0009), and an
+     * expired catalog should not keep a window of records for snapshots it
+     * no longer has */
+    mr_key ck = {.kind = MR_KK_CHANGELOG, .c = {k->c[0]}};
+    mr_status rc = add_key_op(c, false, &ck, NULL, false, err);
+    return rc ? rc : add_key_op(c, false, k, NULL, false, err);
   }
   if (ki == NULL || !(ki->flags & MR_KF_VERSIONED) || ki->subspace != MR_SS_CURRENT)
     return mr_fail(err, MR_ERR_INVALID, "store_commit_forget: kind %d is not a snapshot or a versioned entity",

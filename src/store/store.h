@@ -197,8 +197,8 @@ mr_status store_commit_delete(store_commit *c, const mr_key *k, mr_error *err) M
 /*
  * Removes a record outright, with no history kept — DuckLake's own snapshot
  * expiry and compaction (ducklake_expire_snapshots, merge_adjacent_files):
- *   - snapshot/{id} (value unused): the snapshot record (not listed in any
- *     changelog);
+ *   - snapshot/{id} (value unused): the snapshot record and its changelog
+ *     record (neither listed in any changelog);
  *   - a history key of a versioned entity (c[ncomp] = end_snapshot; value
  *     unused): that ended version (not listed in any changelog);
  *   - a current key of a versioned entity: its current version and the name /

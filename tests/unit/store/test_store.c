@@ -532,6 +532,7 @@ static void test_expiry_commit_records_a_pass(void **state) {
   store_census cs;
   must(store_take_census(st, &cs, &e), &e);
   assert_int_equal(cs.subspace[MR_SS_SNAPSHOT].keys, 3);
+  assert_int_equal(cs.subspace[MR_SS_CHANGELOG].keys, 3); /* 0 and 1 went with their snapshots */
 
   must(store_commit_begin(st, store_get_head(st), &c, &e), &e);
   snap.snapshot_id = 5;
