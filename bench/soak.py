@@ -130,18 +130,26 @@ def grow(args, m, d, con, res, nrows):
     return m, con, nrows
 
 
+def store_at(args, d, name):
+    """A Moraine server wrapper on a local folder, or on the S3 emulator."""
+    m = C.Moraine(d / name)
+    if args.emulator is not None:
+        m.store = args.emulator.url(name)
+    return m
+
+
 def run_moraine(args, d):
-    m = C.Moraine(d / "store")
+    m = store_at(args, d, "store")
     m.start()
     con = C.connect()
     con.execute(m.attach_sql(d / "data"))
     res, nrows = build("moraine", con, args, lambda i: rss_mib(m.proc.pid))
     m, con, nrows = grow(args, m, d, con, res, nrows)
-    space = {"before": info(d / "store")["bytes"]}
+    space = {"before": info(m.store)["bytes"]}
     con.execute("CALL ducklake_flush_inlined_data('lake')")
     con.execute("CALL ducklake_expire_snapshots('lake', older_than => now())")
     con.execute("CALL ducklake_cleanup_old_files('lake', cleanup_all => true)")
-    space["expired"] = info(d / "store")["bytes"]
+    space["expired"] = info(m.store)["bytes"]
     # the pipeline goes on committing (TRICKLE a second) while SlateDB merges
     # the removals down and collects what they freed
     t0 = time.monotonic()
@@ -152,17 +160,17 @@ def run_moraine(args, d):
         time.sleep(1 / args.trickle)
         if time.monotonic() - t0 >= next_print:
             next_print += 60
-            b = info(d / "store")["bytes"]
+            b = info(m.store)["bytes"]
             print(f"  moraine: {time.monotonic() - t0:.0f} s after expiry: {b:,} bytes",
                   file=sys.stderr, flush=True)
-    space["after_gc"] = info(d / "store")["bytes"]
-    space["live"] = live_bytes(d / "store")
+    space["after_gc"] = info(m.store)["bytes"]
+    space["live"] = live_bytes(m.store)
     space["rss_end"] = rss_mib(m.proc.pid)
     assert con.execute("SELECT count(*) FROM lake.t").fetchone() == (nrows,)
     con.close()
     m.stop()
 
-    fresh = C.Moraine(d / "fresh")  # the same live rows, built in one commit
+    fresh = store_at(args, d, "fresh")  # the same live rows, built in one commit
     fresh.start()
     con = C.connect()
     con.execute(fresh.attach_sql(d / "fresh-data"))
@@ -170,8 +178,8 @@ def run_moraine(args, d):
     con.execute(f"INSERT INTO lake.t SELECT range, 'v' FROM range({nrows})")
     con.close()
     fresh.stop()
-    space["fresh"] = info(d / "fresh")["bytes"]
-    space["fresh_live"] = live_bytes(d / "fresh")
+    space["fresh"] = info(fresh.store)["bytes"]
+    space["fresh_live"] = live_bytes(fresh.store)
     return res, space
 
 
@@ -197,15 +205,25 @@ def main():
     ap.add_argument("--trickle", type=float, default=2.0,
                     help="commits per second while waiting for GC")
     ap.add_argument("--only", default="moraine,postgres")
+    ap.add_argument("--s3", action="store_true",
+                    help="moraine's stores in the S3 emulator (moto) instead of a local folder")
     args = ap.parse_args()
     only = set(args.only.split(","))
     d = C.tempdir("bench-soak-")
+    args.emulator = None
+    if args.s3:
+        sys.path.insert(0, str(C.ROOT / "tests" / "e2e"))
+        import emulators
+        args.emulator = emulators.start("s3", d)
+        C.on_cleanup(args.emulator.stop)
+        os.environ.update(args.emulator.env)  # for the server and `moraine info`
     try:
         pg = run_postgres(args, d) if "postgres" in only else {}
         mo, space = run_moraine(args, d)
     finally:
         C.cleanup_all()
-    print(f"\nsoak: {args.commits} commits (every {args.parquet_every}th a 1000-row Parquet commit), "
+    where = "the S3 emulator" if args.s3 else "a local folder"
+    print(f"\nsoak on {where}: {args.commits} commits (every {args.parquet_every}th a 1000-row Parquet commit), "
           f"latency over the last {args.window} single-row commits before each point, ms; "
           f"load average {os.getloadavg()[0]:.1f}\n")
     print("| snapshots | moraine p50 / p99 | moraine Parquet p50 / p99 | moraine RSS MiB "
