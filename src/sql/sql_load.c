@@ -27,8 +27,9 @@
  * Invariants: the admin lock is held for the whole call; the staging table
  * never outlives it; a failed call leaves the target without any of the
  * rows (the direct append is flushed only after every cell parsed; the
- * INSERTs are one statement each) and names the column and a value that
- * did not load.
+ * INSERTs are one statement each, or run in one transaction when the
+ * appender may flush more than once) and names the column and a value
+ * that did not load.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,6 +40,9 @@
 #include "sql/sql_state.h"
 
 #define STAGE "temp.main.__moraine_load"
+
+/* Rows below this go to an appender that flushes exactly once. */
+enum { SINGLE_FLUSH_ROWS = 100000 };
 
 /* One target column. */
 typedef struct load_col {
@@ -643,9 +647,21 @@ mr_status sql_engine_load_rows(sql_engine *e, const char *schema, const char *ta
     return oom(err);
   }
   pthread_mutex_lock(&e->admin_lock);
+  /* An appender flushes by itself every so many rows (DuckDB's flush
+   * count, 204,800), so above SINGLE_FLUSH_ROWS the fast path may take
+   * more than one statement: it runs in a transaction then, so a failure
+   * still leaves none of the rows. */
+  bool txn = nrows >= SINGLE_FLUSH_ROWS;
+  mr_status rc = txn ? sql_exec(e->admin, "BEGIN", err) : MR_OK;
   fast_outcome how = FAST_DONE;
-  mr_status rc =
-      load_fast(e->admin, e->dbname, schema, table, target, ncols, nrows, values, &how, err);
+  if (rc == MR_OK)
+    rc = load_fast(e->admin, e->dbname, schema, table, target, ncols, nrows, values, &how, err);
+  if (txn) {
+    sql_error end_err;
+    bool keep = rc == MR_OK && how == FAST_DONE;
+    if (sql_exec(e->admin, keep ? "COMMIT" : "ROLLBACK", &end_err) != MR_OK && keep)
+      rc = sql_fail(err, end_err.base.code, end_err.sqlstate, "%s", end_err.base.msg);
+  }
   if (rc == MR_OK && how == FAST_STAGED)
     rc = load_staged(e->admin, schema, table, target, ncols, nrows, values, err);
   pthread_mutex_unlock(&e->admin_lock);

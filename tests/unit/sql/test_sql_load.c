@@ -335,6 +335,35 @@ static void test_many_rows_in_one_call(void **state) {
   free(txt);
 }
 
+/* More rows than one appender flush takes (DuckDB flushes every 204,800):
+ * a value refused in the last row still leaves none of the rows. */
+static void test_refusal_after_many_rows_leaves_nothing(void **state) {
+  sql_engine *e = *state;
+  exec_ok(e, "CREATE TABLE public.huge(id BIGINT, d DECIMAL(9,2))");
+  enum { N = 250000 };
+  sql_value *rows = calloc(2 * N, sizeof *rows);
+  char(*txt)[24] = calloc(N, sizeof *txt);
+  assert_non_null(rows);
+  assert_non_null(txt);
+  for (size_t i = 0; i < N; i++) {
+    snprintf(txt[i], sizeof txt[i], "%zu", i);
+    rows[2 * i] = (sql_value){txt[i], strlen(txt[i]), false};
+    rows[2 * i + 1] = (sql_value){txt[i], strlen(txt[i]), false};
+  }
+  rows[2 * (N - 1) + 1] = (sql_value){"not a number", 12, false};
+  sql_error err;
+  assert_int_not_equal(sql_engine_load_rows(e, "public", "huge", 2, N, rows, &err), MR_OK);
+  assert_non_null(strstr(err.base.msg, "not a number"));
+  exec_ok(e, "SELECT error('rows left: ' || count(*)) FROM public.huge HAVING count(*) <> 0");
+  /* and all of them load when the last one is good */
+  rows[2 * (N - 1) + 1] = (sql_value){"1.5", 3, false};
+  if (sql_engine_load_rows(e, "public", "huge", 2, N, rows, &err) != MR_OK)
+    fail_msg("%s", err.base.msg);
+  exec_ok(e, "SELECT error('rows: ' || count(*)) FROM public.huge HAVING count(*) <> 250000");
+  free(rows);
+  free(txt);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_type_round_trips),
@@ -342,6 +371,7 @@ int main(void) {
       cmocka_unit_test(test_direct_columns_take_what_the_cast_takes),
       cmocka_unit_test(test_wrong_width_and_missing_table),
       cmocka_unit_test(test_many_rows_in_one_call),
+      cmocka_unit_test(test_refusal_after_many_rows_leaves_nothing),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
