@@ -532,9 +532,8 @@ static mr_status load_by_query(duckdb_connection con, const char *target, const 
   if (rc == MR_OK && sql == NULL)
     rc = oom(err);
   duckdb_appender app = NULL;
-  if (rc == MR_OK &&
-      duckdb_appender_create_query(con, sql, ncols, types, "appended_data", names, &app) !=
-          DuckDBSuccess)
+  if (rc == MR_OK && duckdb_appender_create_query(con, sql, ncols, types, "appended_data", names,
+                                                  &app) != DuckDBSuccess)
     rc = sql_fail_duckdb(err, duckdb_appender_error(app));
   if (rc == MR_OK)
     rc = append_fill(app, fill, ncols, nrows, values, false, err);
