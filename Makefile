@@ -9,6 +9,8 @@
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 30)
 #   make bench      benchmarks (prints the tables recorded in BENCHMARK.md)
 #   make bench-soak a long catalog life, expiry and the space that comes back (~30 min)
+#   make bench-scale  moraine vs PostgreSQL 15 as catalogs of 1 and 1,000
+#                   tables (bench/scale.py; several minutes; not in make test)
 #   make format / make lint
 #   make ducklake-suite  DuckLake's own test suite against the freshly built
 #                   server (not part of make test: needs a local copy of the
@@ -31,7 +33,7 @@ ARGS ?=
 DUCKLAKE_SUITE ?= /tmp/ducklake
 SUITE_ARGS ?=
 
-.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench bench-soak format lint clean \
+.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench bench-soak bench-scale format lint clean \
   ducklake-suite
 
 all: build
@@ -99,6 +101,11 @@ bench: build deps
 	build/bench/store/bench_store
 	$(PY) bench/catalogs.py
 	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) bench/objstore.py
+
+# SCALE_ARGS e.g. --sizes 1,1000 --commits 200 (see bench/scale.py)
+SCALE_ARGS ?=
+bench-scale: build deps
+	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) bench/scale.py $(SCALE_ARGS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -5,12 +5,23 @@
  * children, unversioned records, tag and option entries, schema versions)
  * and every inlined data / delete table, through sql.h's pre-load API.
  * Rows are gathered per table and appended in bulk at the end.
+ *
+ * Cost: a lake of thousands of tables has as many inlined-data tables, so
+ * nothing here may cost a statement per record. The inlined tables' CREATE
+ * statements are sent DDL_BATCH to one engine call, inside one
+ * transaction; rows go to sql_engine_load_rows once per table. A load that
+ * runs for more than PROGRESS_MS logs a progress line that often.
  */
 #include "catalog/catalog_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "base/mr_grow.h"
+
+enum { DDL_BATCH = 256, PROGRESS_MS = 2000 };
 
 typedef struct rowbuf {
   char *table;
@@ -25,9 +36,38 @@ typedef struct load_ctx {
   size_t nbufs;
   size_t nsnap;
   size_t total;
+  char *ddl; /* CREATE statements not yet sent ("...; ...; "), ddl_n of them */
+  size_t ddl_len, ddl_cap, ddl_n;
+  size_t records, tables_created, tables_loaded; /* for the progress line */
+  uint64_t t0_ms, last_log_ms;
 } load_ctx;
 
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* A progress line when PROGRESS_MS passed since the last one (or the
+ * start): a long load shows it is moving, and how far. */
+static void progress(load_ctx *l, const char *phase) {
+  uint64_t now = now_ms();
+  if (now - l->last_log_ms < PROGRESS_MS)
+    return;
+  l->last_log_ms = now;
+  fprintf(stderr,
+          "moraine: loading catalog schema \"%s\": %s, %zu records read, %zu inlined tables "
+          "created, %zu of %zu tables loaded (%zu rows), %llu ms\n",
+          l->c->schema[0] ? l->c->schema : "public", phase, l->records, l->tables_created,
+          l->tables_loaded, l->nbufs, l->total, (unsigned long long)(now - l->t0_ms));
+}
+
 static rowbuf *buf_for(load_ctx *l, const char *table, size_t ncols, mr_error *err) {
+  /* rows of one inlined table are adjacent in key order: the last buffer
+   * is almost always the one, so a lake of thousands of tables does not
+   * pay a search per row */
+  if (l->nbufs && strcmp(l->bufs[l->nbufs - 1].table, table) == 0)
+    return &l->bufs[l->nbufs - 1];
   for (size_t i = 0; i < l->nbufs; i++)
     if (strcmp(l->bufs[i].table, table) == 0)
       return &l->bufs[i];
@@ -145,6 +185,45 @@ static mr_status exec(load_ctx *l, const char *sql, mr_error *err) {
   return MR_OK;
 }
 
+/* Sends the gathered CREATE statements in one engine call, in one
+ * transaction (rolled back if one fails: the load fails then anyway). */
+static mr_status flush_ddl(load_ctx *l, mr_error *err) {
+  if (l->ddl_n == 0)
+    return MR_OK;
+  static const char begin[] = "BEGIN; ", commit[] = "COMMIT";
+  size_t need = sizeof begin + l->ddl_len + sizeof commit;
+  char *sql = malloc(need);
+  if (sql == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+  snprintf(sql, need, "%s%.*s%s", begin, (int)l->ddl_len, l->ddl, commit);
+  mr_status rc = exec(l, sql, err);
+  free(sql);
+  if (rc) {
+    sql_error ignore;
+    if (sql_engine_exec(l->c->e, "ROLLBACK", &ignore) != MR_OK) {
+      /* no transaction was left open */
+    }
+    return rc;
+  }
+  l->tables_created += l->ddl_n;
+  l->ddl_len = 0;
+  l->ddl_n = 0;
+  progress(l, "creating inlined tables");
+  return MR_OK;
+}
+
+/* Adds one CREATE statement to the batch, sending the batch when full. */
+static mr_status add_ddl(load_ctx *l, const char *stmt, mr_error *err) {
+  size_t n = strlen(stmt);
+  if (mr_grow((void **)&l->ddl, &l->ddl_cap, l->ddl_len + n + 3, 4096) != MR_OK)
+    return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+  memcpy(l->ddl + l->ddl_len, stmt, n);
+  memcpy(l->ddl + l->ddl_len + n, "; ", 3);
+  l->ddl_len += n + 2;
+  l->ddl_n++;
+  return l->ddl_n >= DDL_BATCH ? flush_ddl(l, err) : MR_OK;
+}
+
 /* The catalog's schema, quoted for SQL (malloc'd; NULL: out of memory). */
 static char *quoted_schema(const catalog *c) {
   return quote_ident(c->schema[0] ? c->schema : "public");
@@ -202,7 +281,7 @@ static mr_status create_inline_data(load_ctx *l, const Moraine__V1__InlineDataTa
     free(q);
   }
   snprintf(sql + n, cap - n, ")");
-  mr_status rc = exec(l, sql, err);
+  mr_status rc = add_ddl(l, sql, err);
   free(sql);
   return rc;
 }
@@ -213,6 +292,8 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
   char name[96];
   if (k->kind == MR_KK_SNAPSHOT)
     l->nsnap++;
+  if (++l->records % 4096 == 0)
+    progress(l, "reading the store");
   switch (k->kind) {
   case MR_KK_INLINE_TABLE:
     rc = create_inline_data(l, (const Moraine__V1__InlineDataTable *)m, err);
@@ -248,7 +329,7 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
              "row_id BIGINT, begin_snapshot BIGINT)",
              qs, (long long)k->c[0]);
     free(qs);
-    return exec(l, sql, err);
+    return add_ddl(l, sql, err);
   }
   case MR_KK_INLINE_DELETE_ROW: {
     const Moraine__V1__InlineDeleteRow *r = (const Moraine__V1__InlineDeleteRow *)m;
@@ -296,6 +377,7 @@ static void bufs_free(load_ctx *l) {
     free(b->table);
   }
   free(l->bufs);
+  free(l->ddl);
 }
 
 static mr_status count_snap(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr_error *err) {
@@ -319,6 +401,7 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
   load_ctx l;
   memset(&l, 0, sizeof l);
   l.c = c;
+  l.t0_ms = l.last_log_ms = now_ms();
   if (c->schema[0] == '\0' || strcmp(c->schema, "public") == 0) {
     for (size_t i = 0; !rc && i < catalog_table_count(); i++)
       rc = exec(&l, catalog_table_at(i)->ddl, err);
@@ -351,6 +434,8 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
                                       MR_SS_SCHEMA_VERSION};
   for (size_t i = 0; !rc && i < sizeof order / sizeof order[0]; i++)
     rc = store_load_subspace(c->st, order[i], visit, &l, err);
+  if (!rc)
+    rc = flush_ddl(&l, err);
   for (size_t i = 0; !rc && i < l.nbufs; i++) {
     rowbuf *b = &l.bufs[i];
     sql_error se;
@@ -360,6 +445,8 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
                              b->nrows, b->vals, &se))
       rc = mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog load: %s: %s", b->table,
                    se.base.msg);
+    l.tables_loaded++;
+    progress(&l, "loading rows");
   }
   if (!rc && nrows)
     *nrows = l.total;

@@ -60,38 +60,45 @@ mr_status sql_capture_ddl(sql_capture *c, const char *sql, const char *schema, s
   return MR_OK;
 }
 
-/* The table's DuckDB column type names, in column order. */
+/* The table's DuckDB column type names, in column order, from DESCRIBE of
+ * that one table: it binds only the table named, so its cost does not grow
+ * with the catalog (duckdb_columns() would build a row for every column of
+ * every table, inlined-data tables included, before filtering). DESCRIBE's
+ * column_type is the same LogicalType spelling duckdb_columns() gives
+ * (DECIMAL(18,3), STRUCT(...), INTERVAL, ...). */
 static mr_status column_types(duckdb_connection con, const char *dbname, const char *schema,
                               const char *table, size_t ncols, char **types, sql_error *err) {
-  duckdb_prepared_statement ps;
-  if (duckdb_prepare(con,
-                     "SELECT data_type FROM duckdb_columns() WHERE database_name = $1 AND "
-                     "schema_name = $2 AND table_name = $3 ORDER BY column_index",
-                     &ps) != DuckDBSuccess) {
-    mr_status rc = sql_fail_duckdb(err, duckdb_prepare_error(ps));
-    duckdb_destroy_prepare(&ps);
-    return rc;
+  char *qd = sql_quote_ident(dbname), *qs = sql_quote_ident(schema), *qt = sql_quote_ident(table);
+  sql_strbuf b = {0};
+  if (qd && qs && qt)
+    sql_strbuf_addf(&b, "DESCRIBE %s.%s.%s", qd, qs, qt);
+  char *sql = sql_strbuf_take(&b);
+  free(qd);
+  free(qs);
+  free(qt);
+  if (sql == NULL || !(qd && qs && qt)) {
+    free(sql);
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
-  duckdb_bind_varchar(ps, 1, dbname);
-  duckdb_bind_varchar(ps, 2, schema);
-  duckdb_bind_varchar(ps, 3, table);
   duckdb_result r;
   mr_status rc = MR_OK;
-  if (duckdb_execute_prepared(ps, &r) != DuckDBSuccess) {
+  if (duckdb_query(con, sql, &r) != DuckDBSuccess) {
     rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+  } else if (duckdb_row_count(&r) != ncols) {
+    rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                  "%s.%s: DESCRIBE gave %llu columns, not %zu", schema, table,
+                  (unsigned long long)duckdb_row_count(&r), ncols);
   } else {
-    idx_t n = duckdb_row_count(&r);
-    for (size_t i = 0; i < ncols; i++) {
-      char *v = i < n ? duckdb_value_varchar(&r, 0, i) : NULL;
+    for (size_t i = 0; rc == MR_OK && i < ncols; i++) {
+      char *v = duckdb_value_varchar(&r, 1, i); /* column_type */
       types[i] = sql_strdup(v ? v : "VARCHAR");
-      if (v)
-        duckdb_free(v);
+      duckdb_free(v);
       if (types[i] == NULL)
         rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
     }
   }
   duckdb_destroy_result(&r);
-  duckdb_destroy_prepare(&ps);
+  free(sql);
   return rc;
 }
 

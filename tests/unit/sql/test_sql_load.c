@@ -4,8 +4,9 @@
  * loads into a column of that type and reads back equal — equal to an
  * independent SQL literal of the value, and with the same text form. Also:
  * a value the column's cast refuses fails the load with 22P02 naming the
- * column and leaves the table empty; a wrong column count is refused; many
- * rows load in one call.
+ * column and leaves the table empty; integer and BOOLEAN columns (parsed by
+ * moraine, not cast) take exactly what the cast takes; a wrong column count
+ * is refused; many rows load in one call.
  *
  * The checks run inside the engine through sql_engine_exec: a query calls
  * error() on any row that is not as expected, so a mismatch fails the exec.
@@ -130,6 +131,11 @@ static const tcase CASES[] = {
      false,
      {V("[{'l': [1], 'm': {a='b: c'}}]", "[{'l': [1], 'm': MAP {'a': 'b: c'}}]")}},
     {"UNION(n INTEGER, s VARCHAR)", false, {V("x", "union_value(s := 'x')")}},
+    /* a UNION nested in a STRUCT or LIST: the NULL row must stay NULL */
+    {"STRUCT(u UNION(n INTEGER, s VARCHAR))",
+     false,
+     {V("{'u': x}", "{'u': union_value(s := 'x')}")}},
+    {"UNION(n INTEGER, s VARCHAR)[]", false, {V("[x]", "[union_value(s := 'x')]")}},
     {"VARCHAR",
      false,
      {V("h\xc3\xa9llo \xe2\x98\x83 \xf0\x9d\x84\x9e 'q' \"d\" \\",
@@ -271,6 +277,28 @@ static void test_refused_value_names_the_column(void **state) {
   exec_ok(e, "SELECT error('rows: ' || count(*)) FROM public.bad HAVING count(*) <> 1");
 }
 
+/* Integer and BOOLEAN columns are parsed by moraine itself when their text
+ * is the canonical one DuckDB prints; any other text DuckDB's cast takes
+ * ('+7', 'T') still loads (through the cast), and one it refuses fails the
+ * call naming the column, leaving nothing behind. */
+static void test_direct_columns_take_what_the_cast_takes(void **state) {
+  sql_engine *e = *state;
+  exec_ok(e, "CREATE TABLE public.direct(a BIGINT, b BOOLEAN, c UTINYINT)");
+  sql_value rows[] = {{"+7", 2, false}, {"T", 1, false},     {"7", 1, false},
+                      {"8", 1, false},  {"false", 5, false}, {"255", 3, false}};
+  sql_error err;
+  if (sql_engine_load_rows(e, "public", "direct", 3, 2, rows, &err) != MR_OK)
+    fail_msg("%s", err.base.msg);
+  exec_ok(e, "SELECT error('direct rows') FROM (SELECT count(*) AS n, "
+             "count(*) FILTER (WHERE (a = 7 AND b AND c = 7) OR (a = 8 AND NOT b AND c = 255)) "
+             "AS good FROM public.direct) WHERE n <> 2 OR good <> 2");
+  sql_value over[] = {{"9", 1, false}, {"true", 4, false}, {"256", 3, false}};
+  assert_int_not_equal(sql_engine_load_rows(e, "public", "direct", 3, 1, over, &err), MR_OK);
+  assert_non_null(strstr(err.base.msg, "c (UTINYINT)"));
+  assert_non_null(strstr(err.base.msg, "256"));
+  exec_ok(e, "SELECT error('rows: ' || count(*)) FROM public.direct HAVING count(*) <> 2");
+}
+
 static void test_wrong_width_and_missing_table(void **state) {
   sql_engine *e = *state;
   exec_ok(e, "CREATE TABLE public.w(a BIGINT, b VARCHAR)");
@@ -307,12 +335,43 @@ static void test_many_rows_in_one_call(void **state) {
   free(txt);
 }
 
+/* More rows than one appender flush takes (DuckDB flushes every 204,800):
+ * a value refused in the last row still leaves none of the rows. */
+static void test_refusal_after_many_rows_leaves_nothing(void **state) {
+  sql_engine *e = *state;
+  exec_ok(e, "CREATE TABLE public.huge(id BIGINT, d DECIMAL(9,2))");
+  enum { N = 250000 };
+  sql_value *rows = calloc(2 * N, sizeof *rows);
+  char(*txt)[24] = calloc(N, sizeof *txt);
+  assert_non_null(rows);
+  assert_non_null(txt);
+  for (size_t i = 0; i < N; i++) {
+    snprintf(txt[i], sizeof txt[i], "%zu", i);
+    rows[2 * i] = (sql_value){txt[i], strlen(txt[i]), false};
+    rows[2 * i + 1] = (sql_value){txt[i], strlen(txt[i]), false};
+  }
+  rows[2 * (N - 1) + 1] = (sql_value){"not a number", 12, false};
+  sql_error err;
+  assert_int_not_equal(sql_engine_load_rows(e, "public", "huge", 2, N, rows, &err), MR_OK);
+  assert_non_null(strstr(err.base.msg, "not a number"));
+  exec_ok(e, "SELECT error('rows left: ' || count(*)) FROM public.huge HAVING count(*) <> 0");
+  /* and all of them load when the last one is good */
+  rows[2 * (N - 1) + 1] = (sql_value){"1.5", 3, false};
+  if (sql_engine_load_rows(e, "public", "huge", 2, N, rows, &err) != MR_OK)
+    fail_msg("%s", err.base.msg);
+  exec_ok(e, "SELECT error('rows: ' || count(*)) FROM public.huge HAVING count(*) <> 250000");
+  free(rows);
+  free(txt);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_type_round_trips),
       cmocka_unit_test(test_refused_value_names_the_column),
+      cmocka_unit_test(test_direct_columns_take_what_the_cast_takes),
       cmocka_unit_test(test_wrong_width_and_missing_table),
       cmocka_unit_test(test_many_rows_in_one_call),
+      cmocka_unit_test(test_refusal_after_many_rows_leaves_nothing),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -156,6 +156,9 @@ static void refuses_attacks(void **state) {
       {"DROP TABLE ducklake_snapshot_changes", "42501"},
       {"DROP TABLE public.ducklake_snapshot", "42501"},
       {"ALTER TABLE ducklake_snapshot ADD COLUMN x INT", "42501"},
+      /* pg_description is empty because no engine object can get a comment */
+      {"COMMENT ON TABLE ducklake_snapshot IS 'x'", "42501"},
+      {"COMMENT ON COLUMN ducklake_snapshot.snapshot_id IS 'x'", "42501"},
       {"TRUNCATE ducklake_snapshot", "42501"},
       {"MERGE INTO ducklake_tag t USING ducklake_tag s ON true WHEN MATCHED THEN DELETE", "42501"},
       {"CREATE TABLE evil (a INT)", "42501"},
