@@ -23,7 +23,10 @@ Printed:
     seconds of SlateDB merging and collecting (docs/operations.md "Space"
     says about 21 minutes) while the pipeline goes on with TRICKLE commits a
     second, against a fresh catalog holding the same live rows (one table,
-    the same rows in one commit, after a clean stop).
+    the same rows in one commit, after a clean stop). The commits made while
+    waiting are live history of their own, so the two are compared per live
+    byte: the store's object bytes over its live key + value bytes
+    (`moraine census`), for each.
 
     .venv/bin/python bench/soak.py [--commits N] [--gc-wait S] [--only moraine]
 
@@ -202,7 +205,7 @@ def main():
     ap.add_argument("--history", type=int, default=100000,
                     help="grow moraine's history to this many snapshots (store API)")
     ap.add_argument("--gc-wait", type=int, default=1320, help="seconds to wait for SlateDB GC")
-    ap.add_argument("--trickle", type=float, default=2.0,
+    ap.add_argument("--trickle", type=float, default=0.5,
                     help="commits per second while waiting for GC")
     ap.add_argument("--only", default="moraine,postgres")
     ap.add_argument("--s3", action="store_true",
