@@ -14,7 +14,10 @@ store *tool_open(const char *cmd, const char *where, bool unchecked) {
     snprintf(url, sizeof url, "%s", where);
   else
     snprintf(url, sizeof url, "file://%s", where);
-  store_options o = {.read_only = true, .unchecked = unchecked};
+  /* a reader's open replays the WAL objects written since the last memtable
+   * flush, one GET each: on a slow object store that outlasts the server's
+   * 10 s deadline, and a tool has no client waiting on it */
+  store_options o = {.read_only = true, .unchecked = unchecked, .deadline_ms = TOOL_OPEN_DEADLINE_MS};
   store *st = NULL;
   mr_error err;
   if (store_open(url, &o, &st, &err) != MR_OK) {

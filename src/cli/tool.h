@@ -27,6 +27,9 @@
  * running writer is not disturbed; unchecked as store_options.unchecked.
  * NULL after printing the one-line reason.
  */
+/* How long a tool waits for the store to open (kv.h's default is 10 s). */
+#define TOOL_OPEN_DEADLINE_MS 120000
+
 store *tool_open(const char *cmd, const char *where, bool unchecked);
 
 /* Closes st and flushes stdout; returns status, or 1 if either fails and

@@ -138,9 +138,11 @@ typedef struct kv_open_options {
 /* A catalog writes one small WAL object per commit (about 1 KiB of memtable
  * for a single-row DuckLake commit). At SlateDB's default of 64 MiB (or 4096
  * WAL writes, its floor) every WAL object of thousands of commits is kept
- * and replayed at open; at 256 KiB the memtable becomes an L0 SST every few
- * hundred commits and the WAL objects before it can go. */
-#define KV_DEFAULT_L0_SST_BYTES (256u * 1024u)
+ * and replayed, one GET each, by every open (a restart, a tool, a reader):
+ * minutes on an object store. At 64 KiB the memtable becomes an L0 SST every
+ * few dozen commits, an open replays at most that many WAL objects, and the
+ * ones before it can go. */
+#define KV_DEFAULT_L0_SST_BYTES (64u * 1024u)
 /* SlateDB's own defaults, chosen here on purpose: unreferenced manifests,
  * WAL objects, SSTs and compaction records older than 5 min go every 60 s.
  * SlateDB's compactor also pins what each merge replaced with a 15-minute

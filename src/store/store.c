@@ -293,6 +293,7 @@ mr_status store_open(const char *url, const store_options *opts, store **out, mr
   pthread_mutex_init(&st->mu, NULL);
   kv_open_options ko = {.read_only = st->read_only,
                         .cache_dir = opts ? opts->cache_dir : NULL,
+                        .deadline_ms = opts ? opts->deadline_ms : 0,
                         .gc_interval_ms = opts ? opts->gc_interval_ms : 0,
                         .gc_min_age_ms = opts ? opts->gc_min_age_ms : 0};
   mr_status rc = kv_open(url, &ko, &st->db, err);

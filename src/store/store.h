@@ -59,6 +59,8 @@ typedef struct store_options {
   bool read_only;              /* open a SlateDB reader, no commits */
   uint64_t changelog_window;   /* 0 = STORE_CHANGELOG_WINDOW */
   const char *cache_dir;       /* local object-store read cache (kv_open_options) or NULL */
+  uint32_t deadline_ms;        /* open (and a writer's writes) must finish within this;
+                                  0 = KV_DEFAULT_DEADLINE_MS */
   uint32_t gc_interval_ms;     /* SlateDB garbage collector (kv_open_options); 0 = default */
   uint32_t gc_min_age_ms;
   bool unchecked;              /* with read_only: skip the format, migration and

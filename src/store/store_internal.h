@@ -33,7 +33,7 @@ struct store {
 /* After a commit that removed records (expiry, flushed inlined rows): the
  * memtable is written out as an L0 SST, so the compactor merges the removals
  * down and their space comes back even when no commit follows (an idle
- * catalog never fills the 256 KiB memtable). Called by the watcher thread;
+ * catalog never fills the 64 KiB memtable). Called by the watcher thread;
  * a no-op unless a maintenance commit asked for it. */
 mr_status store_flush_if_wanted(store *st, mr_error *err) MR_MUST_CHECK;
 

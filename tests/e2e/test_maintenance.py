@@ -111,7 +111,7 @@ def test_flush_expire_and_cleanup_leave_nothing_dead(tmp_path, where):
 
 def test_garbage_collector_runs_clean(tmp_path, where):
     """A fast collector (every 0.2 s, objects older than 0.5 s) over
-    commits big enough for several memtable flushes (256 KiB) and merges:
+    commits big enough for many memtable flushes (64 KiB) and merges:
     SlateDB logs no error (before the binding's conditional overwrite, every
     manifest collection failed on a folder store), and on a folder old
     manifests go."""
