@@ -379,7 +379,9 @@ void store_commit_get_counts(const store_commit *c, store_commit_counts *out) {
 }
 
 /* A commit that expired snapshots or removed inlined rows is recorded as a
- * maintenance pass, in its own batch: the record lands with the removals. */
+ * maintenance pass in this commit's batch: the record lands with the
+ * removals or not at all. (Two such commits cannot both land: each is
+ * conditioned on the head, so neither loses the other's pass.) */
 static mr_status maintenance_ops(store_commit *c, kv_batch *b, mr_error *err) {
   const store_commit_counts *n = &c->counts;
   if (n->snapshots_forgotten == 0 && n->inline_deleted == 0)
@@ -389,7 +391,8 @@ static mr_status maintenance_ops(store_commit *c, kv_batch *b, mr_error *err) {
   snprintf(steps[0].detail, sizeof steps[0].detail,
            "%llu snapshots, %llu ended versions, %llu current records removed at snapshot %llu",
            (unsigned long long)n->snapshots_forgotten, (unsigned long long)n->history_forgotten,
-           (unsigned long long)n->current_forgotten, (unsigned long long)c->snapshot_id);
+           (unsigned long long)n->current_forgotten,
+           (unsigned long long)(c->has_snapshot ? c->snapshot_id : c->expected.snapshot_id));
   snprintf(steps[1].detail, sizeof steps[1].detail, "%llu inlined rows removed",
            (unsigned long long)n->inline_deleted);
   const char *trigger = n->snapshots_forgotten ? "ducklake expiry" : "ducklake inlined rows removed";
