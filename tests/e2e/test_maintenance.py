@@ -135,3 +135,31 @@ def test_garbage_collector_runs_clean(tmp_path, where):
             assert len(manifests) * 2 < int(manifests[-1].split(".")[0]), manifests
     finally:
         assert s.stop() == 0
+
+
+def test_info_size_is_the_stores_own(tmp_path):
+    """`moraine info ROOT` counts the root catalog's objects, not those of
+    the other databases' catalogs kept under ROOT/catalogs/."""
+    root = tmp_path / "store"
+    s = Server("--store", f"file://{root}")
+    try:
+        for db in ("lake", "other"):
+            duck = connect()
+            duck.execute(f"ATTACH 'ducklake:postgres:{s.dsn(dbname=db)}' AS lake "
+                         f"(DATA_PATH '{tmp_path}/{db}-data/')")
+            duck.execute("CREATE TABLE lake.t (id BIGINT)")
+            duck.execute("INSERT INTO lake.t VALUES (1)")
+            duck.close()
+    finally:
+        assert s.stop() == 0
+    def own():
+        return [p for p in root.rglob("*")
+                if p.is_file() and "catalogs" not in p.relative_to(root).parts]
+
+    assert (root / "catalogs").is_dir()
+    before = own()
+    info = json.loads(tool({}, "info", str(root), "--json"))
+    after = own()  # the reader `info` opens checkpoints into a new manifest, and again at close
+    others = [p for p in (root / "catalogs").rglob("*") if p.is_file()]
+    assert len(before) <= info["objects"] <= len(after) and others
+    assert sum(p.stat().st_size for p in before) <= info["bytes"] <= sum(p.stat().st_size for p in after)

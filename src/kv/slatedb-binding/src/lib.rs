@@ -1315,7 +1315,8 @@ fn gc_options(interval_ms: u32, min_age_ms: u32) -> GarbageCollectorOptions {
 }
 
 /// The objects under the handle's path and their total bytes (a LIST per
-/// folder): what the store costs in its object store right now.
+/// folder), leaving out a `catalogs` folder at the top, where other
+/// catalogs' stores live: what this store costs in its object store now.
 #[no_mangle]
 pub unsafe extern "C" fn sdb_usage(
     db: *mut SdbDb,
@@ -1340,7 +1341,15 @@ pub unsafe extern "C" fn sdb_usage(
                 })?;
                 n += listed.objects.len() as u64;
                 b += listed.objects.iter().map(|o| o.size as u64).sum::<u64>();
-                folders.extend(listed.common_prefixes);
+                // the stores of other catalogs kept under this one's root
+                // (ROOT/catalogs/..., docs/catalogs.md) are not this store's
+                let top = folder == db.path;
+                folders.extend(
+                    listed
+                        .common_prefixes
+                        .into_iter()
+                        .filter(|p| !(top && p.filename() == Some("catalogs"))),
+                );
             }
             Ok::<_, Fail>((n, b))
         })?;
