@@ -325,7 +325,8 @@ static int cmp_bytes(const void *a, const void *b) {
 
 /* The changelog record of this commit and the deletion N snapshots back. */
 static mr_status changelog_ops(store_commit *c, kv_batch *b, mr_error *err) {
-  qsort(c->changed, c->nchanged, sizeof *c->changed, cmp_bytes);
+  if (c->nchanged > 1) /* a commit may change no listed key: changed is NULL then */
+    qsort(c->changed, c->nchanged, sizeof *c->changed, cmp_bytes);
   size_t n = 0;
   for (size_t i = 0; i < c->nchanged; i++)
     if (n == 0 || cmp_bytes(&c->changed[n - 1], &c->changed[i]) != 0)
