@@ -76,21 +76,28 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else float("nan")
 
 
+def commit(con, parquet, next_id):
+    """One DuckLake commit of the workload: a 1000-row INSERT (one Parquet
+    file) or a single-row one (inlined). Returns its ms and the next row id."""
+    t0 = time.perf_counter()
+    if parquet:
+        con.execute(f"INSERT INTO lake.t SELECT {next_id} + range, 'p' FROM range(1000)")
+        next_id += 1000
+    else:
+        con.execute(f"INSERT INTO lake.t VALUES ({next_id}, 'v')")
+        next_id += 1
+    return (time.perf_counter() - t0) * 1e3, next_id
+
+
 def build(cat, con, args, progress):
     """Runs the commit workload; returns {checkpoint: row} and the rows held."""
     con.execute("CREATE TABLE lake.t (id BIGINT, v VARCHAR)")
-    single, parquet, rows, out, next_id = [], [], [], {}, 0
+    single, parquet, out, next_id = [], [], {}, 0
     t_start = time.monotonic()
     for i in range(1, args.commits + 1):
-        t0 = time.perf_counter()
-        if i % args.parquet_every == 0:
-            con.execute(f"INSERT INTO lake.t SELECT {next_id} + range, 'p' FROM range(1000)")
-            next_id += 1000
-            parquet.append((time.perf_counter() - t0) * 1e3)
-        else:
-            con.execute(f"INSERT INTO lake.t VALUES ({next_id}, 'v')")
-            next_id += 1
-            single.append((time.perf_counter() - t0) * 1e3)
+        is_pq = i % args.parquet_every == 0
+        ms, next_id = commit(con, is_pq, next_id)
+        (parquet if is_pq else single).append(ms)
         if i in CHECKPOINTS or i == args.commits:
             w1, w2 = single[-args.window:], parquet[-max(1, args.window // args.parquet_every):]
             out[i] = {"p50": pct(w1, 0.5), "p99": pct(w1, 0.99),
@@ -118,15 +125,9 @@ def grow(args, m, d, con, res, nrows):
         con.execute(m.attach_sql(d / "data"))
         single, parquet = [], []
         for i in range(args.window):
-            t0 = time.perf_counter()
-            if i % args.parquet_every == args.parquet_every - 1:
-                con.execute(f"INSERT INTO lake.t SELECT {nrows} + range, 'p' FROM range(1000)")
-                nrows += 1000
-                parquet.append((time.perf_counter() - t0) * 1e3)
-            else:
-                con.execute(f"INSERT INTO lake.t VALUES ({nrows}, 'v')")
-                nrows += 1
-                single.append((time.perf_counter() - t0) * 1e3)
+            is_pq = i % args.parquet_every == args.parquet_every - 1
+            ms, nrows = commit(con, is_pq, nrows)
+            (parquet if is_pq else single).append(ms)
         res[cp] = {"p50": pct(single, 0.5), "p99": pct(single, 0.99),
                    "pq_p50": pct(parquet, 0.5), "pq_p99": pct(parquet, 0.99),
                    "rss": rss_mib(m.proc.pid), "start_ms": start_ms}
@@ -158,8 +159,7 @@ def run_moraine(args, d):
     t0 = time.monotonic()
     next_print = 60
     while time.monotonic() - t0 < args.gc_wait:
-        con.execute(f"INSERT INTO lake.t VALUES ({nrows}, 'v')")
-        nrows += 1
+        _, nrows = commit(con, False, nrows)
         time.sleep(1 / args.trickle)
         if time.monotonic() - t0 >= next_print:
             next_print += 60

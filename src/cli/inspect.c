@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/tool.h"
 #include "key/key.h"
+#include "registry/registry.h"
 #include "store/store.h"
 
 static const char inspect_usage[] =
@@ -28,7 +29,9 @@ static const char inspect_usage[] =
 static int info(store *st, bool json) {
   store_description d;
   mr_error err;
-  if (store_describe(st, &d, &err) != MR_OK) {
+  /* a root store keeps the other databases' catalogs in a folder of its
+   * own; they are not this store's size */
+  if (store_describe(st, CAT_REGISTRY_CATALOGS_FOLDER, &d, &err) != MR_OK) {
     fprintf(stderr, "moraine: info: %s\n", err.msg);
     return 1;
   }

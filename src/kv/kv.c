@@ -188,9 +188,10 @@ mr_status kv_sync(kv_db *db, mr_error *err) {
   return done(sdb_sync(db->h, msg, sizeof msg), msg, "kv_sync", err);
 }
 
-mr_status kv_usage(kv_db *db, uint64_t *objects, uint64_t *bytes, mr_error *err) {
+mr_status kv_usage(kv_db *db, const char *skip_top, uint64_t *objects, uint64_t *bytes,
+                   mr_error *err) {
   char msg[MR_ERROR_MSG_MAX];
-  return done(sdb_usage(db->h, objects, bytes, msg, sizeof msg), msg, "kv_usage", err);
+  return done(sdb_usage(db->h, skip_top, objects, bytes, msg, sizeof msg), msg, "kv_usage", err);
 }
 
 mr_status kv_refresh(kv_db *db, mr_error *err) {

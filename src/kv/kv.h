@@ -206,10 +206,11 @@ mr_status kv_flush(kv_db *db, mr_error *err) MR_MUST_CHECK;
 mr_status kv_sync(kv_db *db, mr_error *err) MR_MUST_CHECK;
 
 /* The objects under the store's root and their total bytes (one LIST per
- * folder, within the open's deadline), leaving out a top-level `catalogs`
- * folder (other catalogs' stores, docs/catalogs.md): the store's footprint
- * right now. */
-mr_status kv_usage(kv_db *db, uint64_t *objects, uint64_t *bytes, mr_error *err) MR_MUST_CHECK;
+ * folder, within the open's deadline), leaving out the top-level folder
+ * skip_top (NULL: none; a root store keeps other stores in one): the store's
+ * footprint right now. */
+mr_status kv_usage(kv_db *db, const char *skip_top, uint64_t *objects, uint64_t *bytes,
+                   mr_error *err) MR_MUST_CHECK;
 
 /*
  * Reader: catches up now with everything the writer has made durable, by

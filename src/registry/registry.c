@@ -138,7 +138,7 @@ mr_status cat_registry_decode(const char *enc, char *out, size_t cap, mr_error *
   return MR_OK;
 }
 
-/* root + "/catalogs/<enc(database)>" (no slash doubled). */
+/* root + "/" CAT_REGISTRY_CATALOGS_FOLDER "/<enc(database)>" (no slash doubled). */
 static mr_status database_prefix(const char *root, const char *database, char *out, size_t cap,
                                  mr_error *err) {
   char enc[3 * CAT_REGISTRY_MAX_NAME + 1];
@@ -147,7 +147,7 @@ static mr_status database_prefix(const char *root, const char *database, char *o
   size_t len = strlen(root);
   /* "memory://" and "file://dir/" already end the root with a slash */
   const char *sep = len > 0 && root[len - 1] == '/' ? "" : "/";
-  int n = snprintf(out, cap, "%s%scatalogs/%s", root, sep, enc);
+  int n = snprintf(out, cap, "%s%s" CAT_REGISTRY_CATALOGS_FOLDER "/%s", root, sep, enc);
   if (n < 0 || (size_t)n >= cap)
     return mr_fail(err, MR_ERR_INVALID, "store url too long for database \"%s\"", database);
   return MR_OK;

@@ -57,6 +57,8 @@ typedef struct cat_registry cat_registry;
 #define CAT_REGISTRY_DEFAULT_IDLE_MS 60000
 /* Longest database name accepted (PostgreSQL's NAMEDATALEN - 1). */
 #define CAT_REGISTRY_MAX_NAME 63
+/* The folder under the store root that holds every other catalog's store. */
+#define CAT_REGISTRY_CATALOGS_FOLDER "catalogs"
 
 typedef struct cat_registry_config {
   const char *store_url;        /* the --store root */

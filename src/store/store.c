@@ -441,7 +441,7 @@ uint64_t store_keys_read(const store *st) {
 
 /* ---- description ------------------------------------------------------- */
 
-mr_status store_describe(store *st, store_description *out, mr_error *err) {
+mr_status store_describe(store *st, const char *skip_top, store_description *out, mr_error *err) {
   memset(out, 0, sizeof *out);
   out->head = store_get_head(st);
   ProtobufCMessage *m = NULL;
@@ -487,7 +487,7 @@ mr_status store_describe(store *st, store_description *out, mr_error *err) {
   } else if (rc != MR_ERR_NOT_FOUND) {
     return mr_error_wrap(err, "reading sys/maintenance_status");
   }
-  rc = kv_usage(st->db, &out->objects, &out->bytes, err);
+  rc = kv_usage(st->db, skip_top, &out->objects, &out->bytes, err);
   if (rc)
     return mr_error_wrap(err, "listing the store's objects");
   mr_error_clear(err);

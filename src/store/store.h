@@ -321,8 +321,10 @@ typedef struct store_description {
 } store_description;
 
 /* Reads the store's description (a few point reads and one LIST per
- * folder of the store). */
-mr_status store_describe(store *st, store_description *out, mr_error *err) MR_MUST_CHECK;
+ * folder of the store); its size leaves out the top-level folder skip_top
+ * (NULL: none), where a root store keeps other catalogs' stores. */
+mr_status store_describe(store *st, const char *skip_top, store_description *out,
+                         mr_error *err) MR_MUST_CHECK;
 
 /* Counts every key of the store (one full scan). */
 mr_status store_take_census(store *st, store_census *out, mr_error *err) MR_MUST_CHECK;

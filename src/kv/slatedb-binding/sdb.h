@@ -77,8 +77,10 @@ int sdb_list_folders(const char *url, uint32_t deadline_ms, uint8_t **out, size_
 int sdb_close(sdb_db *db, char *msg, size_t cap);
 int sdb_flush(sdb_db *db, char *msg, size_t cap);
 int sdb_sync(sdb_db *db, char *msg, size_t cap);
-/* Objects under the store's path and their total bytes. */
-int sdb_usage(sdb_db *db, uint64_t *objects, uint64_t *bytes, char *msg, size_t cap);
+/* Objects under the store's path and their total bytes, leaving out the
+ * top-level folder skip_top (NULL: none). */
+int sdb_usage(sdb_db *db, const char *skip_top, uint64_t *objects, uint64_t *bytes, char *msg,
+              size_t cap);
 int sdb_refresh(sdb_db *db, char *msg, size_t cap);
 
 /*

@@ -647,7 +647,7 @@ static void gc_keeps_up_on_a_folder_store(void **state) {
   }
   uint64_t objects = 0, bytes = 0;
   mr_error err;
-  if (kv_usage(db, &objects, &bytes, &err) != MR_OK)
+  if (kv_usage(db, NULL, &objects, &bytes, &err) != MR_OK)
     fail_msg("kv_usage: %s", err.msg);
   assert_true(objects > 600 && bytes > 600 * 1024); /* at least the WAL of the puts */
   assert_int_equal(kv_flush(db, &err), MR_OK);

@@ -5,6 +5,10 @@
 #include "store_test_util.h"
 #include "test_tmp.h"
 
+#include "key/key.h"
+#include "kv/kv.h"
+#include "value/value.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,31 @@ void st_tmp_teardown(void) {
 
 void st_url(const char *name, char *url, size_t cap) {
   test_tmp_url(name, url, cap);
+}
+
+mr_status st_kv_put(const char *url, const mr_key *k, const ProtobufCMessage *msg, mr_error *e) {
+  kv_db *db = NULL;
+  mr_status rc = kv_open(url, NULL, &db, e);
+  if (rc)
+    return rc;
+  mr_keybuf kb;
+  uint8_t *val = NULL;
+  size_t len = 0;
+  kv_batch *b = NULL;
+  rc = mr_key_encode(k, &kb, e);
+  if (!rc)
+    rc = mr_value_encode(k->kind, msg, &val, &len, e);
+  if (!rc)
+    rc = kv_batch_new(&b, e);
+  if (!rc)
+    rc = kv_batch_put(b, kb.b, kb.len, val, len, e);
+  if (!rc)
+    rc = kv_write(db, b, e);
+  kv_batch_free(b);
+  free(val);
+  mr_error ignored;
+  mr_status crc = kv_close(db, rc ? &ignored : e);
+  return rc ? rc : crc;
 }
 
 void st_list_add(st_list *l, const mr_key *k, const uint8_t *val, size_t len) {

@@ -38,6 +38,10 @@ void st_list_sort(st_list *l);
  * and returns false. */
 bool st_list_equal(const st_list *got, const st_list *want, const char *what);
 
+/* Writes one record straight through kv, under its encoded key, as only
+ * damage or an older layout would (the store at url must be closed). */
+mr_status st_kv_put(const char *url, const mr_key *k, const ProtobufCMessage *msg, mr_error *e);
+
 /* A store_visit_fn appending to the st_list ctx (history keys normalized). */
 mr_status st_collect(void *ctx, const mr_key *k, const ProtobufCMessage *v, mr_error *err);
 

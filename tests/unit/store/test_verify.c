@@ -28,6 +28,12 @@ static void must(mr_status rc, const mr_error *e) {
   assert_int_equal(rc, MR_OK);
 }
 
+/* One record straight through kv (the store at url must be closed). */
+static void put_record(const char *url, const mr_key *k, const ProtobufCMessage *msg) {
+  mr_error e;
+  must(st_kv_put(url, k, msg, &e), &e);
+}
+
 /* The problems of one verify run. */
 typedef struct found {
   store_check check[64];
@@ -122,25 +128,6 @@ static void test_window(void **state) {
   }
 }
 
-/* Puts records straight through kv, as only damage would. */
-static void kv_put(const char *url, const mr_key *k, const ProtobufCMessage *msg) {
-  kv_db *db = NULL;
-  mr_error e;
-  must(kv_open(url, NULL, &db, &e), &e);
-  mr_keybuf kb;
-  must(mr_key_encode(k, &kb, &e), &e);
-  uint8_t *val = NULL;
-  size_t len = 0;
-  must(mr_value_encode(k->kind, msg, &val, &len, &e), &e);
-  kv_batch *b = NULL;
-  must(kv_batch_new(&b, &e), &e);
-  must(kv_batch_put(b, kb.b, kb.len, val, len, &e), &e);
-  must(kv_write(db, b, &e), &e);
-  kv_batch_free(b);
-  free(val);
-  must(kv_close(db, &e), &e);
-}
-
 static void test_lifecycle_and_migration(void **state) {
   char url[4096];
   st_url("verify-damage", url, sizeof url);
@@ -152,7 +139,7 @@ static void test_lifecycle_and_migration(void **state) {
   sc.has_end_snapshot = true;
   sc.end_snapshot = 1;
   mr_key hk = {.kind = MR_KK_SCHEMA, .history = true, .c = {9, 1}};
-  kv_put(url, &hk, &sc.base);
+  put_record(url, &hk, &sc.base);
   /* schema 8 was live over [0, 1) and, again, over [0, 2): they overlap */
   Moraine__V1__Schema a = MORAINE__V1__SCHEMA__INIT, b = MORAINE__V1__SCHEMA__INIT;
   a.schema_id = b.schema_id = 8;
@@ -162,13 +149,13 @@ static void test_lifecycle_and_migration(void **state) {
   b.end_snapshot = 2;
   mr_key ak = {.kind = MR_KK_SCHEMA, .history = true, .c = {8, 1}};
   mr_key bk = {.kind = MR_KK_SCHEMA, .history = true, .c = {8, 2}};
-  kv_put(url, &ak, &a.base);
-  kv_put(url, &bk, &b.base);
+  put_record(url, &ak, &a.base);
+  put_record(url, &bk, &b.base);
   Moraine__V1__SysMigration mg = MORAINE__V1__SYS_MIGRATION__INIT;
   mg.from_format = 11;
   mg.to_format = 12;
   mr_key mk = {.kind = MR_KK_SYS_MIGRATION};
-  kv_put(url, &mk, &mg.base);
+  put_record(url, &mk, &mg.base);
 
   store *st = NULL;
   mr_error e;
@@ -201,7 +188,7 @@ static void test_inline_rows_need_their_tables(void **state) {
   dt.n_column = 1;
   dt.column = cols;
   mr_key dtk = {.kind = MR_KK_INLINE_TABLE, .c = {5, 2}};
-  kv_put(url, &dtk, &dt.base);
+  put_record(url, &dtk, &dt.base);
   Moraine__V1__InlineCell c1 = MORAINE__V1__INLINE_CELL__INIT, *cells[] = {&c1, &c1};
   c1.value.data = (uint8_t *)"1";
   c1.value.len = 1;
@@ -213,15 +200,15 @@ static void test_inline_rows_need_their_tables(void **state) {
   row.n_cell = 1;
   row.cell = cells;
   mr_key r1 = {.kind = MR_KK_INLINE_ROW, .c = {5, 1, 0, 1}};
-  kv_put(url, &r1, &row.base);
+  put_record(url, &r1, &row.base);
   row.schema_version = 2;
   row.n_cell = 2;
   mr_key r2 = {.kind = MR_KK_INLINE_ROW, .c = {5, 2, 0, 1}};
-  kv_put(url, &r2, &row.base);
+  put_record(url, &r2, &row.base);
   row.n_cell = 1; /* a row of the right width: no problem */
   row.row_id = 1;
   mr_key r3 = {.kind = MR_KK_INLINE_ROW, .c = {5, 2, 1, 1}};
-  kv_put(url, &r3, &row.base);
+  put_record(url, &r3, &row.base);
   /* a deletion of table 6, which has no inlined delete table */
   Moraine__V1__InlineDeleteRow del = MORAINE__V1__INLINE_DELETE_ROW__INIT;
   del.table_id = 6;
@@ -229,7 +216,7 @@ static void test_inline_rows_need_their_tables(void **state) {
   del.row_id = 4;
   del.begin_snapshot = 1;
   mr_key dk = {.kind = MR_KK_INLINE_DELETE_ROW, .c = {6, 3, 4}};
-  kv_put(url, &dk, &del.base);
+  put_record(url, &dk, &del.base);
 
   found f;
   store_verify_result r = verify(url, 0, &f);
@@ -255,7 +242,7 @@ static void test_unknown_format_cannot_verify(void **state) {
   fm.layout_version = STORE_FORMAT_LATEST + 1;
   fm.writer_version = "9.9.9";
   mr_key fk = {.kind = MR_KK_SYS_FORMAT};
-  kv_put(url, &fk, &fm.base);
+  put_record(url, &fk, &fm.base);
   store *st = NULL;
   mr_error e;
   store_options o = {.read_only = true, .unchecked = true};

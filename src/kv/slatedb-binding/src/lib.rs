@@ -1315,11 +1315,12 @@ fn gc_options(interval_ms: u32, min_age_ms: u32) -> GarbageCollectorOptions {
 }
 
 /// The objects under the handle's path and their total bytes (a LIST per
-/// folder), leaving out a `catalogs` folder at the top, where other
-/// catalogs' stores live: what this store costs in its object store now.
+/// folder), leaving out the top-level folder `skip_top` (NULL: none): what
+/// this store costs in its object store now.
 #[no_mangle]
 pub unsafe extern "C" fn sdb_usage(
     db: *mut SdbDb,
+    skip_top: *const c_char,
     objects: *mut u64,
     bytes: *mut u64,
     msg: *mut c_char,
@@ -1329,6 +1330,15 @@ pub unsafe extern "C" fn sdb_usage(
         let db = shared(db)?;
         let objects = handle(objects)?;
         let bytes = handle(bytes)?;
+        let skip = if skip_top.is_null() {
+            None
+        } else {
+            Some(
+                CStr::from_ptr(skip_top)
+                    .to_str()
+                    .map_err(|_| invalid("folder name is not UTF-8"))?,
+            )
+        };
         let (n, b) = within(&db.rt, db.deadline, "listing the store", async {
             let (mut n, mut b) = (0u64, 0u64);
             let mut folders = vec![db.path.clone()];
@@ -1341,14 +1351,12 @@ pub unsafe extern "C" fn sdb_usage(
                 })?;
                 n += listed.objects.len() as u64;
                 b += listed.objects.iter().map(|o| o.size as u64).sum::<u64>();
-                // the stores of other catalogs kept under this one's root
-                // (ROOT/catalogs/..., docs/catalogs.md) are not this store's
                 let top = folder == db.path;
                 folders.extend(
                     listed
                         .common_prefixes
                         .into_iter()
-                        .filter(|p| !(top && p.filename() == Some("catalogs"))),
+                        .filter(|p| !(top && skip.is_some() && p.filename() == skip)),
                 );
             }
             Ok::<_, Fail>((n, b))
