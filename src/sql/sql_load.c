@@ -64,6 +64,43 @@ static mr_status oom(sql_error *err) {
   return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
 }
 
+/* DESCRIBE target (cheap: it binds this one table, whatever the number of
+ * tables) into cols[0..ncols): each type spelling, and each name too when
+ * with_names. A column count other than ncols is an internal error. */
+static mr_status read_describe(duckdb_connection con, const char *target, load_col *cols,
+                               size_t ncols, bool with_names, sql_error *err) {
+  sql_strbuf b = {0};
+  sql_strbuf_addf(&b, "DESCRIBE %s", target);
+  char *sql = sql_strbuf_take(&b);
+  if (sql == NULL)
+    return oom(err);
+  duckdb_result r;
+  mr_status rc = MR_OK;
+  if (duckdb_query(con, sql, &r) != DuckDBSuccess) {
+    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
+  } else if (duckdb_row_count(&r) != ncols) {
+    rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                  "%s: DESCRIBE gave %llu columns, not %zu", target,
+                  (unsigned long long)duckdb_row_count(&r), ncols);
+  } else {
+    for (size_t i = 0; rc == MR_OK && i < ncols; i++) {
+      char *type = duckdb_value_varchar(&r, 1, i);
+      cols[i].type = sql_strdup(type ? type : "VARCHAR");
+      duckdb_free(type);
+      if (with_names) {
+        char *name = duckdb_value_varchar(&r, 0, i);
+        cols[i].name = sql_strdup(name ? name : "?");
+        duckdb_free(name);
+      }
+      if (cols[i].type == NULL || (with_names && cols[i].name == NULL))
+        rc = oom(err);
+    }
+  }
+  duckdb_destroy_result(&r);
+  free(sql);
+  return rc;
+}
+
 /* The target's columns: BLOB-ness from the bound types (pg_bytea is an
  * alias of BLOB), names and type spellings from DESCRIBE (cheap: it binds
  * this one table, whatever the number of tables). */
@@ -74,13 +111,8 @@ static mr_status describe(duckdb_connection con, const char *target, load_col **
   sql_strbuf b = {0};
   sql_strbuf_addf(&b, "SELECT * FROM %s LIMIT 0", target);
   char *probe = sql_strbuf_take(&b);
-  sql_strbuf_addf(&b, "DESCRIBE %s", target);
-  char *desc = sql_strbuf_take(&b);
-  if (probe == NULL || desc == NULL) {
-    free(probe);
-    free(desc);
+  if (probe == NULL)
     return oom(err);
-  }
   mr_status rc = MR_OK;
   duckdb_prepared_statement ps = NULL;
   load_col *cols = NULL;
@@ -96,32 +128,11 @@ static mr_status describe(duckdb_connection con, const char *target, load_col **
       cols[i].blob = duckdb_prepared_statement_column_type(ps, i) == DUCKDB_TYPE_BLOB;
   }
   duckdb_destroy_prepare(&ps);
-  duckdb_result r;
-  if (rc == MR_OK) {
-    if (duckdb_query(con, desc, &r) != DuckDBSuccess) {
-      rc = sql_fail_duckdb(err, duckdb_result_error(&r));
-    } else if (duckdb_row_count(&r) != ncols) {
-      rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
-                    "%s: DESCRIBE gave %llu columns, not %zu", target,
-                    (unsigned long long)duckdb_row_count(&r), ncols);
-    } else {
-      for (size_t i = 0; rc == MR_OK && i < ncols; i++) {
-        char *name = duckdb_value_varchar(&r, 0, i);
-        char *type = duckdb_value_varchar(&r, 1, i);
-        cols[i].name = sql_strdup(name ? name : "?");
-        cols[i].type = sql_strdup(type ? type : "VARCHAR");
-        duckdb_free(name);
-        duckdb_free(type);
-        if (cols[i].name == NULL || cols[i].type == NULL)
-          rc = oom(err);
-        else
-          cols[i].text = strcmp(cols[i].type, "VARCHAR") == 0;
-      }
-    }
-    duckdb_destroy_result(&r);
-  }
   free(probe);
-  free(desc);
+  if (rc == MR_OK)
+    rc = read_describe(con, target, cols, ncols, true, err);
+  for (size_t i = 0; rc == MR_OK && i < ncols; i++)
+    cols[i].text = strcmp(cols[i].type, "VARCHAR") == 0;
   if (rc) {
     cols_free(cols, ncols);
     return rc;
@@ -465,36 +476,6 @@ static mr_status append_fill(duckdb_appender app, const fill_col *cols, size_t n
   return MR_OK;
 }
 
-/* The type spellings of target's columns (DESCRIBE: binds that one table). */
-static mr_status describe_types(duckdb_connection con, const char *target, load_col *cols,
-                                size_t ncols, sql_error *err) {
-  sql_strbuf b = {0};
-  sql_strbuf_addf(&b, "DESCRIBE %s", target);
-  char *sql = sql_strbuf_take(&b);
-  if (sql == NULL)
-    return oom(err);
-  duckdb_result r;
-  mr_status rc = MR_OK;
-  if (duckdb_query(con, sql, &r) != DuckDBSuccess) {
-    rc = sql_fail_duckdb(err, duckdb_result_error(&r));
-  } else if (duckdb_row_count(&r) != ncols) {
-    rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
-                  "%s: DESCRIBE gave %llu columns, not %zu", target,
-                  (unsigned long long)duckdb_row_count(&r), ncols);
-  } else {
-    for (size_t i = 0; rc == MR_OK && i < ncols; i++) {
-      char *type = duckdb_value_varchar(&r, 1, i);
-      cols[i].type = sql_strdup(type ? type : "VARCHAR");
-      duckdb_free(type);
-      if (cols[i].type == NULL)
-        rc = oom(err);
-    }
-  }
-  duckdb_destroy_result(&r);
-  free(sql);
-  return rc;
-}
-
 /* A table with cast columns: one query appender running
  * INSERT INTO target SELECT <moved> FROM appended_data over text / bytes.
  * The INSERT casts each VARCHAR column to its target column's type with the
@@ -514,7 +495,7 @@ static mr_status load_by_query(duckdb_connection con, const char *target, const 
   for (size_t i = 0; i < ncols; i++)
     spelled = spelled || fill[i].has_union;
   if (rc == MR_OK && spelled)
-    rc = describe_types(con, target, cols, ncols, err);
+    rc = read_describe(con, target, cols, ncols, false, err);
   sql_strbuf b = {0};
   sql_strbuf_addf(&b, "INSERT INTO %s SELECT ", target);
   for (size_t i = 0; rc == MR_OK && i < ncols; i++) {
