@@ -424,6 +424,11 @@ static void ctid_past_one_block(void **state) {
   ASSERT_RUN(f, "DELETE FROM ducklake_d WHERE ctid IN ('(1,0)', '(0,32767)')", "C DELETE 2|");
   ASSERT_RUN(f, "SELECT a FROM ducklake_d WHERE a >= 32766 ORDER BY a",
              "T a:23|D 32766|D 32769|C SELECT 2|");
+  /* an offset no row of ours has is refused, and deletes nothing */
+  char *got = run(f, "DELETE FROM ducklake_d WHERE ctid IN ('(0,40000)')");
+  assert_non_null(strstr(got, "ERR 22P02 "));
+  free(got);
+  ASSERT_RUN(f, "SELECT count(*) FROM ducklake_d", "T count_star():20|D 32768|C SELECT 1|");
 }
 
 int main(void) {
