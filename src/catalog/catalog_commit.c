@@ -895,6 +895,8 @@ mr_status catalog_open(store *st, sql_engine *e, catalog **out, mr_error *err) {
 }
 
 void catalog_free(catalog *c) {
+  if (c)
+    cat_inline_names_free(c);
   free(c);
 }
 

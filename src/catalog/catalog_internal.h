@@ -11,7 +11,44 @@ struct catalog {
   store *st;
   sql_engine *e;
   char schema[CATALOG_MAX_SCHEMA + 1]; /* its DuckDB schema; "": public */
+  /* What the last catalog_load / catalog_reload put in the engine: whether
+   * the ducklake_* tables exist, and the inlined tables' names (malloc'd). */
+  bool spec_tables;
+  char **inline_names;
+  size_t ninline;
+  /* sys/maintenance_status as of the load: a replica that finds it changed
+   * reloads in full (expiry removes records the changelog does not list) */
+  size_t passes;
+  int64_t last_pass_us;
 };
+
+/* Reads sys/maintenance_status into c->passes / c->last_pass_us. */
+mr_status cat_mark_maintenance(catalog *c, mr_error *err) MR_MUST_CHECK;
+/* Has sys/maintenance_status changed since the mark? */
+mr_status cat_maintenance_moved(catalog *c, bool *moved, mr_error *err) MR_MUST_CHECK;
+
+/* s as a quoted SQL identifier (malloc'd; NULL: out of memory). */
+char *cat_quote_ident(const char *s);
+/* The catalog's schema, quoted (malloc'd; NULL: out of memory). */
+char *cat_quoted_schema(const catalog *c);
+/* Frees c's list of inlined table names. */
+void cat_inline_names_free(catalog *c);
+/* Adds name (copied) to c's list of inlined table names. */
+mr_status cat_inline_names_add(catalog *c, const char *name, mr_error *err) MR_MUST_CHECK;
+
+/*
+ * The start-up load's gathering, for a few records (a replica applying one
+ * commit): visit turns each store record into rows of its tables (and the
+ * CREATE of an inlined table); finish sends the CREATEs and appends the rows
+ * — inside the caller's pre-load transaction (sql_engine_admin_begin), which
+ * must be open — and adds new inlined tables to c's list.
+ */
+typedef struct cat_loader cat_loader;
+mr_status cat_loader_new(catalog *c, cat_loader **out, mr_error *err) MR_MUST_CHECK;
+mr_status cat_loader_visit(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                           mr_error *err) MR_MUST_CHECK; /* a store_visit_fn */
+mr_status cat_loader_finish(cat_loader *ld, size_t *nrows, mr_error *err) MR_MUST_CHECK;
+void cat_loader_free(cat_loader *ld);
 
 /* One parsed column of a CREATE TABLE: name and type text (malloc'd). */
 typedef struct cat_ddl_col {

@@ -39,6 +39,9 @@ typedef struct load_ctx {
   char *ddl; /* CREATE statements not yet sent ("...; ...; "), ddl_n of them */
   size_t ddl_len, ddl_cap, ddl_n;
   size_t records, tables_created, tables_loaded; /* for the progress line */
+  char **names; /* the inlined tables created, for catalog->inline_names */
+  size_t nnames, names_cap;
+  bool in_txn; /* cat_loader: inside the caller's pre-load transaction */
   uint64_t t0_ms, last_log_ms;
 } load_ctx;
 
@@ -159,7 +162,7 @@ static mr_status emit(load_ctx *l, const catalog_table *tb, const ProtobufCMessa
   return MR_OK;
 }
 
-static char *quote_ident(const char *s) {
+char *cat_quote_ident(const char *s) {
   size_t n = strlen(s);
   char *o = malloc(2 * n + 3);
   if (o == NULL)
@@ -190,6 +193,13 @@ static mr_status exec(load_ctx *l, const char *sql, mr_error *err) {
 static mr_status flush_ddl(load_ctx *l, mr_error *err) {
   if (l->ddl_n == 0)
     return MR_OK;
+  if (l->in_txn) { /* the caller's transaction holds them */
+    mr_status rc = exec(l, l->ddl, err);
+    l->tables_created += l->ddl_n;
+    l->ddl_len = 0;
+    l->ddl_n = 0;
+    return rc;
+  }
   static const char begin[] = "BEGIN; ", commit[] = "COMMIT";
   size_t need = sizeof begin + l->ddl_len + sizeof commit;
   char *sql = malloc(need);
@@ -212,6 +222,22 @@ static mr_status flush_ddl(load_ctx *l, mr_error *err) {
   return MR_OK;
 }
 
+/* Notes an inlined table the load creates. */
+static mr_status note_inline(load_ctx *l, const char *name, mr_error *err) {
+  if (l->nnames == l->names_cap) {
+    size_t cap = l->names_cap ? 2 * l->names_cap : 16;
+    char **v = realloc(l->names, cap * sizeof *v);
+    if (v == NULL)
+      return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+    l->names = v;
+    l->names_cap = cap;
+  }
+  if ((l->names[l->nnames] = strdup(name)) == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+  l->nnames++;
+  return MR_OK;
+}
+
 /* Adds one CREATE statement to the batch, sending the batch when full. */
 static mr_status add_ddl(load_ctx *l, const char *stmt, mr_error *err) {
   size_t n = strlen(stmt);
@@ -224,9 +250,8 @@ static mr_status add_ddl(load_ctx *l, const char *stmt, mr_error *err) {
   return l->ddl_n >= DDL_BATCH ? flush_ddl(l, err) : MR_OK;
 }
 
-/* The catalog's schema, quoted for SQL (malloc'd; NULL: out of memory). */
-static char *quoted_schema(const catalog *c) {
-  return quote_ident(c->schema[0] ? c->schema : "public");
+char *cat_quoted_schema(const catalog *c) {
+  return cat_quote_ident(c->schema[0] ? c->schema : "public");
 }
 
 /* fmt with two %s (a, b) into *buf, grown as needed (cap its size). */
@@ -255,7 +280,7 @@ mr_status catalog_set_schema(catalog *c, const char *schema, mr_error *err) {
 
 static mr_status create_inline_data(load_ctx *l, const Moraine__V1__InlineDataTable *m,
                                     mr_error *err) {
-  char *qs = quoted_schema(l->c);
+  char *qs = cat_quoted_schema(l->c);
   if (qs == NULL)
     return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
   size_t cap = 256 + strlen(qs);
@@ -271,8 +296,16 @@ static mr_status create_inline_data(load_ctx *l, const Moraine__V1__InlineDataTa
                               "row_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT",
                               qs, (long long)m->table_id, (long long)m->schema_version);
   free(qs);
+  char name[96];
+  snprintf(name, sizeof name, "ducklake_inlined_data_%lld_%lld", (long long)m->table_id,
+           (long long)m->schema_version);
+  mr_status nrc = note_inline(l, name, err);
+  if (nrc) {
+    free(sql);
+    return nrc;
+  }
   for (size_t i = 0; i < m->n_column; i++) {
-    char *q = quote_ident(m->column[i]->name);
+    char *q = cat_quote_ident(m->column[i]->name);
     if (q == NULL) {
       free(sql);
       return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
@@ -321,7 +354,7 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
   }
   case MR_KK_INLINE_DELETE_TABLE: {
     char sql[512];
-    char *qs = quoted_schema(l->c);
+    char *qs = cat_quoted_schema(l->c);
     if (qs == NULL)
       return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
     snprintf(sql, sizeof sql,
@@ -329,7 +362,9 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
              "row_id BIGINT, begin_snapshot BIGINT)",
              qs, (long long)k->c[0]);
     free(qs);
-    return add_ddl(l, sql, err);
+    snprintf(name, sizeof name, "ducklake_inlined_delete_%lld", (long long)k->c[0]);
+    rc = note_inline(l, name, err);
+    return rc ? rc : add_ddl(l, sql, err);
   }
   case MR_KK_INLINE_DELETE_ROW: {
     const Moraine__V1__InlineDeleteRow *r = (const Moraine__V1__InlineDeleteRow *)m;
@@ -368,7 +403,18 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
   return rc;
 }
 
+void cat_inline_names_free(catalog *c) {
+  for (size_t i = 0; i < c->ninline; i++)
+    free(c->inline_names[i]);
+  free(c->inline_names);
+  c->inline_names = NULL;
+  c->ninline = 0;
+}
+
 static void bufs_free(load_ctx *l) {
+  for (size_t i = 0; i < l->nnames; i++)
+    free(l->names[i]);
+  free(l->names);
   for (size_t i = 0; i < l->nbufs; i++) {
     rowbuf *b = &l->bufs[i];
     for (size_t j = 0; j < b->nrows * b->ncols; j++)
@@ -385,6 +431,25 @@ static mr_status count_snap(void *ctx, const mr_key *k, const ProtobufCMessage *
   return MR_ERR_NOT_FOUND; /* one is enough */
 }
 
+/* Sends the gathered CREATE statements, then each table's rows. */
+static mr_status load_gathered(load_ctx *l, mr_error *err) {
+  mr_status rc = flush_ddl(l, err);
+  catalog *c = l->c;
+  for (size_t i = 0; !rc && i < l->nbufs; i++) {
+    rowbuf *b = &l->bufs[i];
+    sql_error se;
+    memset(&se, 0, sizeof se);
+    if (b->nrows &&
+        sql_engine_load_rows(c->e, c->schema[0] ? c->schema : "public", b->table, b->ncols,
+                             b->nrows, b->vals, &se))
+      rc = mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog load: %s: %s", b->table,
+                   se.base.msg);
+    l->tables_loaded++;
+    progress(l, "loading rows");
+  }
+  return rc;
+}
+
 mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
   if (nrows)
     *nrows = 0;
@@ -398,6 +463,10 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
     return rc;
   if (nsnap == 0)
     return MR_OK; /* empty store: DuckLake creates its tables on first ATTACH */
+  /* before the scans: a pass landing meanwhile makes a replica reload */
+  rc = cat_mark_maintenance(c, err);
+  if (rc)
+    return rc;
   load_ctx l;
   memset(&l, 0, sizeof l);
   l.c = c;
@@ -406,7 +475,7 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
     for (size_t i = 0; !rc && i < catalog_table_count(); i++)
       rc = exec(&l, catalog_table_at(i)->ddl, err);
   } else { /* another metadata schema: the same DDL, in that schema */
-    char *qs = quoted_schema(c);
+    char *qs = cat_quoted_schema(c);
     if (qs == NULL)
       return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
     char *sql = NULL;
@@ -435,21 +504,69 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
   for (size_t i = 0; !rc && i < sizeof order / sizeof order[0]; i++)
     rc = store_load_subspace(c->st, order[i], visit, &l, err);
   if (!rc)
-    rc = flush_ddl(&l, err);
-  for (size_t i = 0; !rc && i < l.nbufs; i++) {
-    rowbuf *b = &l.bufs[i];
-    sql_error se;
-    memset(&se, 0, sizeof se);
-    if (b->nrows &&
-        sql_engine_load_rows(c->e, c->schema[0] ? c->schema : "public", b->table, b->ncols,
-                             b->nrows, b->vals, &se))
-      rc = mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog load: %s: %s", b->table,
-                   se.base.msg);
-    l.tables_loaded++;
-    progress(&l, "loading rows");
-  }
+    rc = load_gathered(&l, err);
   if (!rc && nrows)
     *nrows = l.total;
+  if (!rc) { /* what is in the engine now (catalog_reload works from it) */
+    c->spec_tables = true;
+    cat_inline_names_free(c);
+    c->inline_names = l.names;
+    c->ninline = l.nnames;
+    l.names = NULL;
+    l.nnames = 0;
+  }
   bufs_free(&l);
   return rc;
+}
+
+/* ---- cat_loader: the same gathering for a few records ------------------- */
+
+struct cat_loader {
+  load_ctx l;
+};
+
+mr_status cat_loader_new(catalog *c, cat_loader **out, mr_error *err) {
+  *out = calloc(1, sizeof **out);
+  if (*out == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+  (*out)->l.c = c;
+  (*out)->l.in_txn = true;
+  (*out)->l.t0_ms = (*out)->l.last_log_ms = now_ms();
+  return MR_OK;
+}
+
+mr_status cat_loader_visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr_error *err) {
+  return visit(&((cat_loader *)ctx)->l, k, m, err);
+}
+
+mr_status cat_loader_finish(cat_loader *ld, size_t *nrows, mr_error *err) {
+  mr_status rc = load_gathered(&ld->l, err);
+  if (nrows)
+    *nrows = ld->l.total;
+  for (size_t i = 0; rc == MR_OK && i < ld->l.nnames; i++) { /* new inlined tables */
+    bool known = false;
+    for (size_t j = 0; j < ld->l.c->ninline && !known; j++)
+      known = strcmp(ld->l.c->inline_names[j], ld->l.names[i]) == 0;
+    if (!known)
+      rc = cat_inline_names_add(ld->l.c, ld->l.names[i], err);
+  }
+  return rc;
+}
+
+void cat_loader_free(cat_loader *ld) {
+  if (ld == NULL)
+    return;
+  bufs_free(&ld->l);
+  free(ld);
+}
+
+mr_status cat_inline_names_add(catalog *c, const char *name, mr_error *err) {
+  char **v = realloc(c->inline_names, (c->ninline + 1) * sizeof *v);
+  if (v == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "catalog: out of memory");
+  c->inline_names = v;
+  if ((v[c->ninline] = strdup(name)) == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "catalog: out of memory");
+  c->ninline++;
+  return MR_OK;
 }

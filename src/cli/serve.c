@@ -55,6 +55,7 @@ static const char serve_usage[] =
     "                     [--tls-cert FILE --tls-key FILE [--tls-required]]\n"
     "                     [--default-database NAME] [--unknown-databases create|refuse]\n"
     "                     [--catalog-idle-timeout SECONDS]\n"
+    "                     [--replica [--follow-interval MS]]\n"
     "  --store URL           catalog store root: file://DIR, s3://BUCKET/PREFIX,\n"
     "                        gs://BUCKET/PREFIX, az://CONTAINER/PREFIX or memory://\n"
     "                        (default file://./moraine-data); each database is its own\n"
@@ -69,6 +70,10 @@ static const char serve_usage[] =
     "  --catalog-idle-timeout SECONDS\n"
     "                        close a catalog (not the default one) this long after its\n"
     "                        last session ended (default 60)\n"
+    "  --replica             serve the store read-only, as a read replica of the server\n"
+    "                        writing it: follows its commits, refuses writes with 25006;\n"
+    "                        any number of replicas may serve one store (docs/replicas.md)\n"
+    "  --follow-interval MS  how often a replica looks for new commits (default 100)\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
     "  --users-file FILE     users who may connect, each with a role (read or write) and a\n"
     "                        SCRAM-SHA-256 verifier (moraine user add; docs/operations.md);\n"
@@ -103,6 +108,13 @@ static const char serve_usage[] =
     "  --gc-min-age SECONDS  how old an unreferenced store object must be before it is\n"
     "                        deleted (default 300; it must outlast the longest\n"
     "                        compaction and reader refresh)\n";
+
+/* A replica's look for new commits (--follow-interval). */
+#define SERVE_DEFAULT_FOLLOW_MS 100
+/* A replica's SlateDB reader catches up only when the replica asks
+ * (store_refresh), so a catalog load never sees the store move under it;
+ * SlateDB's own poll then only keeps the reader's checkpoint alive. */
+#define SERVE_REPLICA_READER_POLL_MS 60000
 
 static pg_server *volatile running_server;
 static volatile sig_atomic_t fenced;      /* another writer took the store over */
@@ -232,7 +244,8 @@ int cli_serve(int argc, char **argv) {
   const char *unknown_databases = "create";
   const char *idle_timeout = NULL;
   const char *gc_interval = NULL, *gc_min_age = NULL;
-  bool log_commit_phases = false, tls_required = false;
+  bool log_commit_phases = false, tls_required = false, replica = false;
+  const char *follow_interval = NULL;
   serve_reloadable reloadable = {NULL, NULL};
   const char *tls_cert = NULL, *tls_key = NULL;
   for (int i = 1; i < argc; i++) {
@@ -247,6 +260,10 @@ int cli_serve(int argc, char **argv) {
     }
     if (strcmp(a, "--tls-required") == 0) {
       tls_required = true;
+      continue;
+    }
+    if (strcmp(a, "--replica") == 0) {
+      replica = true;
       continue;
     }
     const char **slot = strcmp(a, "--store") == 0              ? &store_url
@@ -268,6 +285,7 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--catalog-idle-timeout") == 0 ? &idle_timeout
                         : strcmp(a, "--gc-interval") == 0      ? &gc_interval
                         : strcmp(a, "--gc-min-age") == 0       ? &gc_min_age
+                        : strcmp(a, "--follow-interval") == 0  ? &follow_interval
                                                                : NULL;
     if (slot == NULL) {
       fprintf(stderr, "moraine: serve: unknown option '%s' (see moraine serve --help)\n", a);
@@ -351,6 +369,17 @@ int cli_serve(int argc, char **argv) {
             "moraine: serve: --catalog-idle-timeout wants seconds (0.001 to 86400), got '%s'\n",
             idle_timeout);
     return 2;
+  }
+  unsigned follow_ms = SERVE_DEFAULT_FOLLOW_MS;
+  if (follow_interval) {
+    char *end;
+    unsigned long v = strtoul(follow_interval, &end, 10);
+    if (!replica || *follow_interval == '\0' || *end != '\0' || v < 1 || v > 3600000) {
+      fprintf(stderr, "moraine: serve: --follow-interval wants milliseconds (1 to 3600000) "
+                      "and --replica, got '%s'\n", follow_interval);
+      return 2;
+    }
+    follow_ms = (unsigned)v;
   }
   uint64_t gc_interval_ms = 0, gc_min_age_ms = 0; /* 0: kv.h's defaults */
   if (gc_interval && (gc_interval_ms = parse_seconds(gc_interval)) == 0) {
@@ -438,13 +467,18 @@ int cli_serve(int argc, char **argv) {
   cat_registry_config rcfg = {
       .store_url = store_url,
       .default_database = default_database,
-      .create = !no_create,
+      .create = !no_create && !replica, /* a replica never creates a catalog */
       .idle_ms = idle_ms,
       .store_opts = {.cache_dir = cache_dir,
                      .gc_interval_ms = (uint32_t)gc_interval_ms,
-                     .gc_min_age_ms = (uint32_t)gc_min_age_ms},
-      .engine_opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")", memory_limit, (int)threads},
-      .default_hooks = {on_fenced, on_reload, NULL},
+                     .gc_min_age_ms = (uint32_t)gc_min_age_ms,
+                     .read_only = replica,
+                     .reader_poll_ms = replica ? SERVE_REPLICA_READER_POLL_MS : 0},
+      .engine_opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")", memory_limit, (int)threads,
+                      replica},
+      .default_hooks = {on_fenced, on_reload, NULL, NULL},
+      .replica = replica,
+      .follow_ms = follow_ms,
   };
   /* Claim the port before the (possibly long) load, so a taken port fails
    * at once with one line; nothing is accepted until pg_server_run. */

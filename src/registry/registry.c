@@ -25,6 +25,9 @@
 #include "catalog/catalog.h"
 #include "kv/kv.h"
 
+/* A replica's catch-up that takes this long is logged. */
+enum { REPLICA_SLOW_MS = 1000 };
+
 typedef enum entry_state { ENTRY_OPENING, ENTRY_OPEN, ENTRY_CLOSING } entry_state;
 
 /* One metadata schema of a database: its own store and catalog, its tables
@@ -249,6 +252,24 @@ static mr_status store_has_snapshot(store *st, bool *yes, mr_error *err) {
   return rc;
 }
 
+/* A replica's watcher saw the writer's head move: catch the catalog up
+ * (ctx: the catalog; catalog_follow). Logged when slow; a failure is
+ * retried by the watcher from the same head. */
+static mr_status on_advanced(void *ctx, store_head from, store_head to, mr_error *err) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  size_t rows = 0;
+  bool reloaded = false;
+  mr_status rc = catalog_follow(ctx, from, to, &rows, &reloaded, err);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long long ms = (t1.tv_sec - t0.tv_sec) * 1000LL + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+  if (rc == MR_OK && ms >= REPLICA_SLOW_MS)
+    fprintf(stderr, "moraine: replica: caught up from snapshot %llu to %llu in %lld ms (%zu rows%s)\n",
+            (unsigned long long)from.snapshot_id, (unsigned long long)to.snapshot_id, ms, rows,
+            reloaded ? ", catalog reloaded" : "");
+  return rc;
+}
+
 /* Opens the store of schema `name` of e and its catalog (loaded when load),
  * watched; appends it to e->schemas. */
 static mr_status schema_open(cat_registry *r, cat_entry *e, const char *name, bool load,
@@ -300,10 +321,15 @@ static mr_status schema_open(cat_registry *r, cat_entry *e, const char *name, bo
     return err->base.code;
   }
   catalog_hooks(s->cat, &s->hooks);
-  store_watch_hooks h = {on_fenced, on_reload, e};
+  store_watch_hooks h = {on_fenced, on_reload, e, NULL};
   if (e->pinned)
     h = r->cfg.default_hooks;
-  if (store_watch_start(s->st, 1000, &h, &s->watch, &me) != MR_OK)
+  unsigned interval = 1000;
+  if (r->cfg.replica) { /* a reader's watcher follows the writer instead */
+    h = (store_watch_hooks){NULL, NULL, s->cat, on_advanced};
+    interval = r->cfg.follow_ms;
+  }
+  if (store_watch_start(s->st, interval, &h, &s->watch, &me) != MR_OK)
     fprintf(stderr, "moraine: catalog \"%s\" (schema \"%s\"): %s (the store is not watched)\n",
             e->name, name, me.msg);
   e->nschemas++;

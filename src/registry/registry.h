@@ -70,6 +70,11 @@ typedef struct cat_registry_config {
   sql_engine_options engine_opts;
   /* The default catalog's store watcher hooks (the server's own). */
   store_watch_hooks default_hooks;
+  /* A read replica: stores open read-only (store_opts.read_only must be
+   * set, create off) and each catalog's watcher follows the writer every
+   * follow_ms, swapping the store's new state in (catalog_reload). */
+  bool replica;
+  unsigned follow_ms;
 } cat_registry_config;
 
 /*

@@ -151,6 +151,7 @@ typedef struct sql_engine_options {
   const char *server_version; /* reported version(), e.g. "15.0 (moraine 0.1.0)" */
   const char *memory_limit;   /* the engine's memory limit ("2GB"), NULL: DuckDB's default */
   int threads;                /* worker threads per query; 0: DuckDB's default (one per core) */
+  bool replica;               /* a read replica: every session refuses writes (25006) */
 } sql_engine_options;
 
 /* Opens DuckDB, creates schema `public` and moraine's pg_catalog relations. */
@@ -175,6 +176,18 @@ mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) MR_MUS
  * column order, sql_value conventions above) to schema.table. */
 mr_status sql_engine_load_rows(sql_engine *e, const char *schema, const char *table, size_t ncols,
                                size_t nrows, const sql_value *values, sql_error *err) MR_MUST_CHECK;
+
+/*
+ * Pre-load transaction: BEGIN on the pre-load connection, held by this
+ * thread until sql_engine_admin_end, so that a sequence of sql_engine_exec /
+ * sql_engine_load_rows calls commits as one (a replica's catalog swap:
+ * sessions see the catalog before or after it, never half of it). Other
+ * threads' pre-load calls wait meanwhile. sql_engine_load_rows then runs
+ * inside it (no transaction of its own). end: COMMIT when commit, else
+ * ROLLBACK; the hold is released either way.
+ */
+mr_status sql_engine_admin_begin(sql_engine *e, sql_error *err) MR_MUST_CHECK;
+mr_status sql_engine_admin_end(sql_engine *e, bool commit, sql_error *err) MR_MUST_CHECK;
 
 /* ---- results ---------------------------------------------------------- */
 

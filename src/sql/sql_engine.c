@@ -186,8 +186,13 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   sql_engine *e = calloc(1, sizeof *e);
   if (e == NULL)
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
-  pthread_mutex_init(&e->admin_lock, NULL);
+  pthread_mutexattr_t recursive;
+  pthread_mutexattr_init(&recursive);
+  pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&e->admin_lock, &recursive);
+  pthread_mutexattr_destroy(&recursive);
   pthread_mutex_init(&e->commit_lock, NULL);
+  e->replica = opts && opts->replica;
   e->version = sql_strdup(opts && opts->server_version ? opts->server_version : "15.0 (moraine)");
   duckdb_config cfg;
   mr_status rc = MR_OK;
@@ -293,6 +298,32 @@ void sql_engine_set_commit_hooks(sql_engine *e, const sql_commit_hooks *hooks) {
     e->has_hooks = false;
   }
   pthread_mutex_unlock(&e->commit_lock);
+}
+
+mr_status sql_engine_admin_begin(sql_engine *e, sql_error *err) {
+  pthread_mutex_lock(&e->admin_lock);
+  mr_status rc = e->admin_in_txn ? sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                                            "a pre-load transaction is already open")
+                                 : sql_exec(e->admin, "BEGIN", err);
+  if (rc != MR_OK) {
+    pthread_mutex_unlock(&e->admin_lock);
+    return rc;
+  }
+  e->admin_in_txn = true;
+  return MR_OK;
+}
+
+mr_status sql_engine_admin_end(sql_engine *e, bool commit, sql_error *err) {
+  mr_status rc = sql_exec(e->admin, commit ? "COMMIT" : "ROLLBACK", err);
+  if (rc != MR_OK && commit) { /* a failed COMMIT leaves DuckDB's transaction to roll back */
+    sql_error ignore;
+    if (sql_exec(e->admin, "ROLLBACK", &ignore) != MR_OK) {
+      /* none was left open */
+    }
+  }
+  e->admin_in_txn = false;
+  pthread_mutex_unlock(&e->admin_lock);
+  return rc;
 }
 
 mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) {

@@ -631,7 +631,7 @@ mr_status sql_engine_load_rows(sql_engine *e, const char *schema, const char *ta
    * count, 204,800), so above SINGLE_FLUSH_ROWS the fast path may take
    * more than one statement: it runs in a transaction then, so a failure
    * still leaves none of the rows. */
-  bool txn = nrows >= SINGLE_FLUSH_ROWS;
+  bool txn = nrows >= SINGLE_FLUSH_ROWS && !e->admin_in_txn;
   mr_status rc = txn ? sql_exec(e->admin, "BEGIN", err) : MR_OK;
   fast_outcome how = FAST_DONE;
   if (rc == MR_OK)

@@ -398,10 +398,20 @@ static void one_line_head(const char *text, char *out, size_t cap) {
   out[n] = '\0';
 }
 
+/* A write by a session that may not write: a read role (42501) or any
+ * session of a read replica (25006, as PostgreSQL's hot standby answers). */
 static mr_status role_refuses(sql_session *s, const char *sql, sql_error *err) {
   char head[61], user[129];
   one_line_head(sql, head, sizeof head);
   one_line_head(s->user, user, sizeof user);
+  if (s->e->replica) {
+    fprintf(stderr, "moraine: refused (25006) a write by user \"%s\" on a read replica: %s\n",
+            user, head);
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_READ_ONLY_SQL_TRANSACTION,
+                    "cannot execute %s on a read replica: this server follows the store's "
+                    "writer; send writes to the writer (moraine serve without --replica)",
+                    head);
+  }
   fprintf(stderr, "moraine: refused (42501) a write by user \"%s\" (role read): %s\n", user,
           head);
   return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INSUFFICIENT_PRIVILEGE,
@@ -422,7 +432,7 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
   mr_status rc = MR_OK;
   if (s->cap.n == 0) {
     rc = end_txn_exec(s, SQL_TXN_COMMIT, err);
-  } else if (s->role_read_only) {
+  } else if (s->role_read_only || e->replica) {
     /* unreachable while every write statement is checked: never commit one */
     rc = role_refuses(s, "COMMIT", err);
   } else {
@@ -542,7 +552,7 @@ mr_status sql_run_dml(sql_session *s, const char *sql, const sql_dml_target *d, 
 }
 
 static mr_status read_only_check(sql_session *s, sql_kind kind, const char *sql, sql_error *err) {
-  if (s->role_read_only && (kind == SQL_KIND_DML || kind == SQL_KIND_DDL))
+  if ((s->role_read_only || s->e->replica) && (kind == SQL_KIND_DML || kind == SQL_KIND_DDL))
     return role_refuses(s, sql, err);
   if (!s->read_only)
     return MR_OK;
@@ -725,7 +735,7 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
     rc = sql_lex_parse_copy(stmt, &t, &c, err);
     sql_toks_free(&t);
     uint64_t n = 0;
-    if (rc == MR_OK && c.from_stdin && s->role_read_only)
+    if (rc == MR_OK && c.from_stdin && (s->role_read_only || s->e->replica))
       rc = role_refuses(s, stmt, err);
     if (rc == MR_OK && c.from_stdin && s->read_only)
       rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_READ_ONLY_SQL_TRANSACTION,

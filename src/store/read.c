@@ -224,6 +224,29 @@ mr_status store_read_kind_at(store *st, mr_key_kind kind, uint64_t s, uint64_t t
   return read_kind_at(st, kind, table_id, &v, err);
 }
 
+mr_status store_entity_versions(store *st, const mr_key *k, store_visit_fn fn, void *ctx, mr_error *err) {
+  const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
+  if (ki == NULL || k->history)
+    return mr_fail(err, MR_ERR_INVALID, "store_entity_versions: not a current key");
+  visit_ctx v = {fn, ctx, 0};
+  ProtobufCMessage *m = NULL;
+  mr_status rc = store_get_msg(st, k, &m, err);
+  if (rc == MR_ERR_NOT_FOUND) {
+    mr_error_clear(err);
+    rc = MR_OK;
+  } else if (rc == MR_OK) {
+    rc = fn(ctx, k, m, err);
+    mr_value_free(m);
+  }
+  if (rc || !(ki->flags & MR_KF_VERSIONED))
+    return rc;
+  mr_key hk = *k;
+  hk.history = true;
+  mr_key_range r;
+  rc = mr_key_range_prefix(&hk, ki->ncomp, &r, err);
+  return rc ? rc : scan_r(st, &r, visit_all, &v, err);
+}
+
 /* ---- name lookup ---------------------------------------------------------- */
 
 typedef struct name_ctx {

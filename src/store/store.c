@@ -295,7 +295,8 @@ mr_status store_open(const char *url, const store_options *opts, store **out, mr
                         .cache_dir = opts ? opts->cache_dir : NULL,
                         .deadline_ms = opts ? opts->deadline_ms : 0,
                         .gc_interval_ms = opts ? opts->gc_interval_ms : 0,
-                        .gc_min_age_ms = opts ? opts->gc_min_age_ms : 0};
+                        .gc_min_age_ms = opts ? opts->gc_min_age_ms : 0,
+                        .poll_ms = opts ? opts->reader_poll_ms : 0};
   mr_status rc = kv_open(url, &ko, &st->db, err);
   if (rc) {
     mr_error_wrap(err, "store_open %s", url);
@@ -328,6 +329,10 @@ mr_status store_close(store *st, mr_error *err) {
   pthread_mutex_destroy(&st->mu);
   free(st);
   return rc;
+}
+
+bool store_read_only(const store *st) {
+  return st->read_only;
 }
 
 store_head store_get_head(const store *st) {

@@ -63,6 +63,10 @@ typedef struct store_options {
                                   0 = KV_DEFAULT_DEADLINE_MS */
   uint32_t gc_interval_ms;     /* SlateDB garbage collector (kv_open_options); 0 = default */
   uint32_t gc_min_age_ms;
+  uint32_t reader_poll_ms;     /* with read_only: how often SlateDB's reader catches
+                                  up by itself (0: SlateDB's default, 10 s); a
+                                  replica makes it long and catches up through
+                                  store_refresh, so its view moves only there */
   bool unchecked;              /* with read_only: skip the format, migration and
                                   head checks of the open (sys/head read if it
                                   decodes), so that store_verify can report a
@@ -131,6 +135,9 @@ void store_set_in_doubt(store *st, const char *why);
  */
 mr_status store_recover(store *st, bool *reload, mr_error *err) MR_MUST_CHECK;
 
+/* Was st opened read-only (store_options.read_only)? */
+bool store_read_only(const store *st);
+
 /* One durable point read of sys/head: MR_OK while the store answers. A
  * writer that another writer has fenced learns it here too (MR_ERR_FENCED,
  * and the store turns failed), without having to attempt a commit. */
@@ -143,10 +150,21 @@ mr_status store_probe(store *st, mr_error *err) MR_MUST_CHECK;
  * recovery finds the owner must reload, it logs that, calls reload(ctx) once
  * and stops. Callbacks run on the watcher's thread. store_watch_stop joins
  * the thread; call it before closing st. */
+/*
+ * On a read-only store the watcher follows the writer instead: every
+ * interval it catches up (store_refresh) and, when sys/head moved, calls
+ * advanced(ctx, from, to) with the head the owner has and the new one. A
+ * failed advanced() is retried from the same `from` the next interval, so
+ * the owner never skips a change; an unreachable store is logged once and
+ * once again when it answers.
+ */
 typedef struct store_watch_hooks {
   void (*fenced)(void *ctx); /* another writer owns the store */
   void (*reload)(void *ctx); /* the store holds commits the owner lacks */
   void *ctx;
+  /* readers only (NULL: a reader's watcher just refreshes); a reader's
+   * watcher never calls fenced or reload (they may be NULL) */
+  mr_status (*advanced)(void *ctx, store_head from, store_head to, mr_error *err);
 } store_watch_hooks;
 typedef struct store_watch store_watch;
 mr_status store_watch_start(store *st, unsigned interval_ms, const store_watch_hooks *hooks,
@@ -281,6 +299,13 @@ mr_status store_delete_files_for(store *st, uint64_t table_id, uint64_t data_fil
 /* Changelog records of snapshots in (from, to], ascending. */
 mr_status store_changelog_replay(store *st, uint64_t from, uint64_t to, store_visit_fn fn, void *ctx,
                                  mr_error *err) MR_MUST_CHECK;
+
+/* Every version of the entity whose current key is k: the current record
+ * (if there is one), then for a versioned kind its history records (all of
+ * them, oldest end first). A replica applying a commit re-reads the entities
+ * it changed this way. */
+mr_status store_entity_versions(store *st, const mr_key *k, store_visit_fn fn, void *ctx,
+                                mr_error *err) MR_MUST_CHECK;
 
 /* As store_read_at, for one kind only (a versioned kind: its current and
  * history ranges; table_id = 0: every table; else the kind must be

@@ -9,6 +9,9 @@
  * After a maintenance commit it also flushes the memtable
  * (store_flush_if_wanted), so removals are merged away on an idle store.
  *
+ * On a read-only store it follows the writer instead (follow_once): it
+ * catches up and tells the owner when the head moved.
+ *
  * On fencing, or when recovery finds the owner must reload, it calls the
  * owner's hook once and stops; what to do then (serve exits, or restarts
  * itself) is the owner's policy, not the store's.
@@ -78,10 +81,41 @@ static bool recover_once(store_watch *w, bool *down) {
   return false;
 }
 
+/* A reader's round: catch up, and hand a moved head to the owner. */
+static void follow_once(store_watch *w, store_head *have, bool *down) {
+  mr_error err;
+  store_head now;
+  mr_status rc = store_refresh(w->st, &now, &err);
+  if (rc != MR_OK) {
+    if (!*down)
+      fprintf(stderr, "moraine: replica: the store does not answer (%s), retrying every %u ms: %s\n",
+              mr_status_text(rc), w->interval_ms, err.msg);
+    *down = true;
+    return;
+  }
+  if (*down)
+    fprintf(stderr, "moraine: replica: the store answers again\n");
+  *down = false;
+  if (w->hooks.advanced == NULL ||
+      (now.snapshot_id == have->snapshot_id && now.batch_count == have->batch_count))
+    return;
+  rc = w->hooks.advanced(w->hooks.ctx, *have, now, &err);
+  if (rc == MR_OK)
+    *have = now;
+  else
+    fprintf(stderr, "moraine: replica: cannot apply snapshot %llu (retried next round): %s\n",
+            (unsigned long long)now.snapshot_id, err.msg);
+}
+
 static void *watch_main(void *arg) {
   store_watch *w = arg;
   bool down = false;
+  store_head have = store_get_head(w->st);
   while (!wait_or_stop(w)) {
+    if (store_read_only(w->st)) {
+      follow_once(w, &have, &down);
+      continue;
+    }
     if (store_failed(w->st, NULL) != MR_OK) {
       if (recover_once(w, &down))
         return NULL;

@@ -11,6 +11,9 @@ snapshot times. Statements may use {DATA} and {TMP}, filled in per side.
 
 The binary is MORAINE_BIN (default build/src/cli/moraine).
 """
+import time
+
+import psycopg
 import pytest
 
 from conftest import connect
@@ -268,13 +271,46 @@ def run(con, stmt, side):
     return ("ok", len(res))
 
 
-def differential(tmp_path, name, store=None, env=None, dbname=None, schema=None):
+def head_snapshot(con):
+    return con.execute("SELECT max(snapshot_id) FROM lake.snapshots()").fetchone()[0]
+
+
+def caught_up(replica_con, writer_con, timeout=30):
+    """Waits until the replica's catalog reaches the writer's head snapshot."""
+    want, got, deadline = head_snapshot(writer_con), None, time.time() + timeout
+    while time.time() < deadline:
+        got = head_snapshot(replica_con)
+        if got == want:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the replica is at snapshot {got}, the writer at {want}")
+
+
+def wait_for_catalog(server, timeout=30, **dsn):
+    """Waits until a replica has loaded the catalog the writer created
+    (before that, DuckLake's ATTACH would try to create it there)."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            with psycopg.connect(server.dsn(**dsn), autocommit=True) as pg:
+                if pg.execute("SELECT count(*) FROM ducklake_snapshot").fetchone()[0] > 0:
+                    return
+        except psycopg.Error:
+            pass
+        if time.time() > deadline:
+            raise AssertionError("the replica never loaded the writer's catalog")
+        time.sleep(0.02)
+
+
+def differential(tmp_path, name, store=None, env=None, dbname=None, schema=None, replica=False):
     """store: moraine's store URL (default a temp folder); env: the
     variables it needs (an object store's endpoint and credentials);
     dbname: run on that database's catalog instead of the default one,
     with the default catalog holding other tables and snapshots beside it
     (none of which may show in the compared metadata rows); schema: the
-    same with DuckLake's METADATA_SCHEMA (a catalog of its own too)."""
+    same with DuckLake's METADATA_SCHEMA (a catalog of its own too);
+    replica: a `serve --replica` on the same store follows the writer, and
+    after every step, once caught up, answers the same as the reference."""
     mschema = schema or "public"
     feature = FEATURES[name]
     ref = {"file": tmp_path / "ref.ducklake", "data": tmp_path / "ref-data", "tmp": tmp_path / "ref-tmp"}
@@ -290,8 +326,12 @@ def differential(tmp_path, name, store=None, env=None, dbname=None, schema=None)
         bcon.execute("CREATE TABLE lake.beside(i INTEGER)")
         bcon.execute("INSERT INTO lake.beside VALUES (1), (2)")
         bcon.close()
+    rep = dict(mor, server=Server("--store", mor["store"], "--replica", env=env)) if replica else None
     try:
         rcon, mcon = attach(ref), attach(mor)
+        if replica:  # the writer has made the catalog by now
+            wait_for_catalog(rep["server"], **({"dbname": dbname} if dbname else {}))
+        pcon = attach(rep) if replica else None
         for i, stmt in enumerate(feature["steps"]):
             r, m = run(rcon, stmt, ref), run(mcon, stmt, mor)
             assert m == r, f"step {i} {stmt!r}: moraine {m} != file catalog {r}"
@@ -300,15 +340,27 @@ def differential(tmp_path, name, store=None, env=None, dbname=None, schema=None)
             got = _norm(state(mcon, feature), mor)
             assert got == expected, f"after step {i} {stmt!r}"
             tables = metadata_tables(rcon, "main")
-            assert _norm(raw_rows(mcon, mschema, tables), mor) == _norm(raw_rows(rcon, "main", tables), ref), \
+            want_raw = _norm(raw_rows(rcon, "main", tables), ref)
+            assert _norm(raw_rows(mcon, mschema, tables), mor) == want_raw, \
                 f"metadata rows after step {i} {stmt!r}"
+            if replica:
+                caught_up(pcon, mcon)
+                assert _norm(state(pcon, feature), rep) == expected, f"replica after step {i} {stmt!r}"
+                assert _norm(raw_rows(pcon, mschema, tables), rep) == want_raw, \
+                    f"replica metadata rows after step {i} {stmt!r}"
         raw = _norm(raw_rows(rcon, "main", tables), ref)
         # not vacuous: every fixed metadata table answered on the reference
         assert all(isinstance(raw[t], list) for t in METADATA), raw
         mcon.close()
         rcon.close()
+        if replica:
+            pcon.close()
+            # every catch-up was applied commit by commit, or fell back on purpose
+            assert "one by one failed" not in rep["server"].log(), rep["server"].log()
     finally:
         assert mor["server"].stop() == 0
+        if replica:
+            assert rep["server"].stop() == 0
     # the catalog comes back from the store
     mor["server"] = Server("--store", mor["store"], env=env)
     if dbname or schema:  # and the default catalog kept its own
@@ -335,7 +387,9 @@ def differential(tmp_path, name, store=None, env=None, dbname=None, schema=None)
     pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=XFAIL[n])) if n in XFAIL else n
     for n in FEATURES])
 def test_feature_matches_file_catalog(tmp_path, name):
-    differential(tmp_path, name)
+    """Also on a read replica of the writer's store (serve --replica), which
+    must answer the same after every step once caught up."""
+    differential(tmp_path, name, replica=True)
 
 
 @pytest.mark.parametrize("name", ["create_schema_table_view_macro", "update", "partitioning"])

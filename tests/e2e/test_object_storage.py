@@ -306,6 +306,10 @@ def test_feature_matches_file_catalog_on_s3(s3, tmp_path, name):
     test_differential.differential(tmp_path, name, store=fresh(s3), env=s3.env)
 
 
+def test_replica_follows_a_writer_on_s3(s3, tmp_path):
+    test_differential.differential(tmp_path, "delete", store=fresh(s3), env=s3.env, replica=True)
+
+
 # ---- many catalogs -----------------------------------------------------------
 
 def test_many_catalogs_on_each_cloud(cloud, tmp_path):

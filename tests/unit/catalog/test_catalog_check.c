@@ -29,7 +29,7 @@ static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
   mr_error err;
   sql_error serr;
-  sql_engine_options o = {NULL, "15.0 (moraine test)", NULL, 0};
+  sql_engine_options o = {.server_version = "15.0 (moraine test)"};
   if (f == NULL || store_open("memory://", NULL, &f->st, &err) != MR_OK ||
       sql_engine_open(&o, &f->e, &serr) != MR_OK || catalog_open(f->st, f->e, &f->c, &err) != MR_OK)
     return -1;

@@ -79,7 +79,7 @@ typedef struct fixture {
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
   sql_error err;
-  sql_engine_options o = {NULL, "15.0 (moraine test)", NULL, 0};
+  sql_engine_options o = {.server_version = "15.0 (moraine test)"};
   if (sql_engine_open(&o, &f->e, &err) != MR_OK) {
     fprintf(stderr, "open: %s\n", err.base.msg);
     return -1;

@@ -170,7 +170,7 @@ static const tcase CASES[] = {
 static int setup(void **state) {
   sql_engine *e = NULL;
   sql_error err;
-  sql_engine_options o = {NULL, "15.0 (moraine test)", NULL, 0};
+  sql_engine_options o = {.server_version = "15.0 (moraine test)"};
   if (sql_engine_open(&o, &e, &err) != MR_OK) {
     fprintf(stderr, "open: %s\n", err.base.msg);
     return -1;
