@@ -40,33 +40,40 @@ void catalog_free(catalog *c);
 mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) MR_MUST_CHECK;
 
 /*
- * A read replica's catch-up (catalog_follow.c): brings the engine's copy of
- * the catalog to what the store holds now (after store_refresh moved its
- * head). The store is loaded into a scratch schema first, outside any
- * transaction (the slow part, and the one that can fail on a value); then
- * one engine transaction replaces every ducklake_* and inlined table of the
- * catalog's schema with the scratch copy and drops inlined tables the store
- * no longer has, so a session reads the catalog before or after, never a
- * mix. A failure leaves the engine as it was. *nrows (may be NULL) gets the
- * rows loaded. Only for a catalog nothing else writes (a replica's).
+ * A read replica's catch-up, whole (catalog_follow.c): loads the catalog
+ * again, from a view of the store that stays put while the writer goes on
+ * (store_open_view), into a scratch schema first, outside any transaction
+ * (the slow part, and the one that can fail on a value); then one engine
+ * transaction replaces every ducklake_* and inlined table of the catalog's
+ * schema with the scratch copy and drops inlined tables the store no longer
+ * has, so a session reads the catalog before or after, never a mix. A
+ * failure leaves the engine as it was. *reached gets the head loaded,
+ * *nrows (may be NULL) the rows. Only for a catalog nothing else writes.
  */
-mr_status catalog_reload(catalog *c, size_t *nrows, mr_error *err) MR_MUST_CHECK;
+mr_status catalog_reload(catalog *c, store_head *reached, size_t *nrows,
+                         mr_error *err) MR_MUST_CHECK;
 
 /*
  * A read replica's catch-up from head `from` (what the engine holds) to
  * `to` (the store's head now): applies just what the commits in between
  * changed, from their changelog records — each changed entity's rows are
  * replaced by what the store holds for it (every version), each new
- * snapshot's rows added — in one engine transaction. Falls back to
- * catalog_reload when that cannot be exact: a batch without a snapshot in
- * the gap, a changelog record missing (past the window, expired), a
- * maintenance pass (expiry removes records the changelog does not list),
- * more than CATALOG_FOLLOW_MAX_GAP commits, or a failure applying them.
- * *reloaded says which way it went; *nrows (may be NULL) the rows written.
+ * snapshot's rows added — in one engine transaction. The store's own
+ * reader catches up by itself, so when sys/head moved during the reads the
+ * catch-up applies nothing and fails MR_ERR_CONFLICT (try again); after
+ * CATALOG_FOLLOW_LIVE_TRIES such tries in a row it reads through a view
+ * (store_open_view) instead, up to that view's head. Falls back to
+ * catalog_reload when commit by commit cannot be exact: a batch without a
+ * snapshot in the gap, a changelog record missing (past the window,
+ * expired), a maintenance pass (expiry removes records the changelog does
+ * not list), more than CATALOG_FOLLOW_MAX_GAP commits, or a failure
+ * applying them. *reached gets the head the engine now holds; *reloaded
+ * says which way it went; *nrows (may be NULL) the rows written.
  */
 #define CATALOG_FOLLOW_MAX_GAP 256
-mr_status catalog_follow(catalog *c, store_head from, store_head to, size_t *nrows,
-                         bool *reloaded, mr_error *err) MR_MUST_CHECK;
+#define CATALOG_FOLLOW_LIVE_TRIES 3
+mr_status catalog_follow(catalog *c, store_head from, store_head to, store_head *reached,
+                         size_t *nrows, bool *reloaded, mr_error *err) MR_MUST_CHECK;
 
 /* Longest metadata schema name (PostgreSQL's NAMEDATALEN - 1). */
 #define CATALOG_MAX_SCHEMA 63

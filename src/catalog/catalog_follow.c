@@ -131,17 +131,21 @@ static mr_status swap_in(catalog *c, const catalog *scratch, mr_error *err) {
   return MR_OK;
 }
 
-mr_status catalog_reload(catalog *c, size_t *nrows, mr_error *err) {
+mr_status catalog_reload(catalog *c, store_head *reached, size_t *nrows, mr_error *err) {
   static _Atomic unsigned scratch_seq;
+  store *view = NULL;
+  mr_status rc = store_open_view(c->st, &view, err);
+  if (rc)
+    return mr_error_wrap(err, "catalog reload: opening a view of the store");
   catalog scratch;
   memset(&scratch, 0, sizeof scratch);
-  scratch.st = c->st;
+  scratch.st = view;
   scratch.e = c->e;
   snprintf(scratch.schema, sizeof scratch.schema, "moraine_reload_%u",
            atomic_fetch_add(&scratch_seq, 1));
   char drop[128];
   snprintf(drop, sizeof drop, "DROP SCHEMA IF EXISTS %s CASCADE", scratch.schema);
-  mr_status rc = catalog_load(&scratch, nrows, err);
+  rc = catalog_load(&scratch, nrows, err);
   if (rc == MR_OK && scratch.spec_tables)
     rc = swap_in(c, &scratch, err);
   mr_error ignored;
@@ -158,18 +162,22 @@ mr_status catalog_reload(catalog *c, size_t *nrows, mr_error *err) {
     scratch.inline_names = NULL;
     scratch.ninline = 0;
   }
+  if (reached)
+    *reached = store_get_head(view);
   cat_inline_names_free(&scratch);
+  if (store_close(view, &ignored) != MR_OK)
+    fprintf(stderr, "moraine: catalog reload: closing the view of the store: %s\n", ignored.msg);
   return rc;
 }
 
 /* ---- maintenance mark --------------------------------------------------- */
 
-static mr_status read_mark(catalog *c, size_t *passes, int64_t *last_us, mr_error *err) {
+static mr_status read_mark(store *st, size_t *passes, int64_t *last_us, mr_error *err) {
   mr_key k = {.kind = MR_KK_SYS_MAINTENANCE};
   ProtobufCMessage *m = NULL;
   *passes = 0;
   *last_us = 0;
-  mr_status rc = store_get(c->st, &k, &m, err);
+  mr_status rc = store_get(st, &k, &m, err);
   if (rc == MR_ERR_NOT_FOUND) {
     mr_error_clear(err);
     return MR_OK;
@@ -185,13 +193,14 @@ static mr_status read_mark(catalog *c, size_t *passes, int64_t *last_us, mr_erro
 }
 
 mr_status cat_mark_maintenance(catalog *c, mr_error *err) {
-  return read_mark(c, &c->passes, &c->last_pass_us, err);
+  return read_mark(c->st, &c->passes, &c->last_pass_us, err);
 }
 
-mr_status cat_maintenance_moved(catalog *c, bool *moved, mr_error *err) {
+/* Has sys/maintenance_status, as rd sees it, changed since c's mark? */
+static mr_status maintenance_moved(catalog *c, store *rd, bool *moved, mr_error *err) {
   size_t n;
   int64_t us;
-  mr_status rc = read_mark(c, &n, &us, err);
+  mr_status rc = read_mark(rd, &n, &us, err);
   *moved = rc == MR_OK && (n != c->passes || us != c->last_pass_us);
   return rc;
 }
@@ -279,6 +288,7 @@ static bool add_entity_delete(sqlbuf *b, const char *qs, const catalog_table *tb
 
 typedef struct follow_ctx {
   catalog *c;
+  store *st; /* what the records are read from: c->st, or a view of it */
   char *qs;
   sqlbuf del;     /* deletes, run before the rows are loaded */
   sqlbuf drop;    /* inlined tables the gap removed */
@@ -289,7 +299,7 @@ typedef struct follow_ctx {
 
 static mr_status visit_one(follow_ctx *f, const mr_key *k, mr_error *err) {
   ProtobufCMessage *m = NULL;
-  mr_status rc = store_get(f->c->st, k, &m, err);
+  mr_status rc = store_get(f->st, k, &m, err);
   if (rc == MR_ERR_NOT_FOUND) {
     mr_error_clear(err);
     return MR_OK;
@@ -306,7 +316,7 @@ static mr_status visit_one(follow_ctx *f, const mr_key *k, mr_error *err) {
 static mr_status apply_inline_table(follow_ctx *f, const mr_key *k, const char *name,
                                     mr_error *err) {
   ProtobufCMessage *m = NULL;
-  mr_status rc = store_get(f->c->st, k, &m, err);
+  mr_status rc = store_get(f->st, k, &m, err);
   if (rc == MR_OK) {
     rc = cat_loader_visit(f->ld, k, m, err);
     mr_value_free(m);
@@ -377,15 +387,19 @@ static mr_status apply_key(follow_ctx *f, const mr_key *k, mr_error *err) {
     return MR_OK;
   if (k->kind == MR_KK_INLINE_TABLE)
     return apply_inline_table(f, k, name, err);
-  return store_entity_versions(f->c->st, k, cat_loader_visit, f->ld, err);
+  return store_entity_versions(f->st, k, cat_loader_visit, f->ld, err);
 }
 
-/* Applies the changelog of (from, to] in one engine transaction. */
-static mr_status follow_changes(catalog *c, store_head from, store_head to, size_t *nrows,
-                                mr_error *err) {
+/* Applies the changelog of (from, to] in one engine transaction, reading
+ * from rd. live: rd catches up by itself, so its view may move during the
+ * reads; sys/head is read again before anything is applied, and a moved
+ * head fails MR_ERR_CONFLICT (nothing applied: the reads may mix two
+ * states). */
+static mr_status follow_changes(catalog *c, store *rd, bool live, store_head from, store_head to,
+                                size_t *nrows, mr_error *err) {
   keyset ks = {0};
-  follow_ctx f = {.c = c};
-  mr_status rc = store_changelog_replay(c->st, from.snapshot_id, to.snapshot_id, collect, &ks, err);
+  follow_ctx f = {.c = c, .st = rd};
+  mr_status rc = store_changelog_replay(rd, from.snapshot_id, to.snapshot_id, collect, &ks, err);
   if (rc == MR_OK && ks.records != to.snapshot_id - from.snapshot_id)
     rc = mr_fail(err, MR_ERR_NOT_FOUND, "%llu of the %llu changelog records are missing",
                  (unsigned long long)(to.snapshot_id - from.snapshot_id - ks.records),
@@ -410,6 +424,10 @@ static mr_status follow_changes(catalog *c, store_head from, store_head to, size
     rc = apply_key(&f, &ks.keys[i], err);
   if (rc == MR_OK && (f.del.oom || f.drop.oom))
     rc = mr_fail(err, MR_ERR_NOMEM, "catalog follow: out of memory");
+  store_head now;
+  if (rc == MR_OK && live && (rc = store_read_head(rd, &now, err)) == MR_OK &&
+      (now.snapshot_id != to.snapshot_id || now.batch_count != to.batch_count))
+    rc = mr_fail(err, MR_ERR_CONFLICT, "the store moved on during the catch-up");
   sql_error se;
   memset(&se, 0, sizeof se);
   if (rc == MR_OK && sql_engine_admin_begin(c->e, &se) != MR_OK)
@@ -445,39 +463,66 @@ static mr_status follow_changes(catalog *c, store_head from, store_head to, size
   return rc;
 }
 
-mr_status catalog_follow(catalog *c, store_head from, store_head to, size_t *nrows,
-                         bool *reloaded, mr_error *err) {
+mr_status catalog_follow(catalog *c, store_head from, store_head to, store_head *reached,
+                         size_t *nrows, bool *reloaded, mr_error *err) {
   *reloaded = false;
+  *reached = to;
   if (nrows)
     *nrows = 0;
+  /* after CATALOG_FOLLOW_LIVE_TRIES catch-ups the writer outran, read
+   * through a view that stays put, so the replica catches up however fast
+   * the writer commits */
+  store *view = NULL, *rd = c->st;
+  mr_status rc = MR_OK;
+  if (c->follow_conflicts >= CATALOG_FOLLOW_LIVE_TRIES) {
+    if ((rc = store_open_view(c->st, &view, err)) != MR_OK)
+      return mr_error_wrap(err, "catalog follow: opening a view of the store");
+    rd = view;
+    to = *reached = store_get_head(view);
+  }
   const char *why = NULL;
   uint64_t commits = to.snapshot_id - from.snapshot_id;
   bool moved = false;
-  mr_status rc = MR_OK;
   if (!c->spec_tables)
     why = "the catalog is new";
   else if (to.snapshot_id <= from.snapshot_id || to.batch_count - from.batch_count != commits)
     why = "a batch without a snapshot";
   else if (commits > CATALOG_FOLLOW_MAX_GAP)
     why = "many commits";
-  else if ((rc = cat_maintenance_moved(c, &moved, err)) != MR_OK)
-    return rc;
-  else if (moved)
+  else if ((rc = maintenance_moved(c, rd, &moved, err)) == MR_OK && moved)
     why = "a maintenance pass removed records";
-  if (why == NULL) {
-    rc = follow_changes(c, from, to, nrows, err);
-    if (rc == MR_OK)
-      return MR_OK;
-    fprintf(stderr,
-            "moraine: replica: applying snapshots %llu to %llu one by one failed (%s); "
-            "reloading the catalog\n",
-            (unsigned long long)from.snapshot_id + 1, (unsigned long long)to.snapshot_id,
-            err->msg);
-    mr_error_clear(err);
-  } else {
+  if (rc == MR_OK && why == NULL) {
+    rc = follow_changes(c, rd, view == NULL, from, to, nrows, err);
+    if (rc == MR_ERR_NOT_FOUND) { /* past the writer's window: expected, not a failure */
+      why = "the gap reaches past the writer's changelog window";
+      mr_error_clear(err);
+      rc = MR_OK;
+    } else if (rc != MR_OK && rc != MR_ERR_CONFLICT) {
+      fprintf(stderr,
+              "moraine: replica: applying snapshots %llu to %llu one by one failed (%s); "
+              "reloading the catalog\n",
+              (unsigned long long)from.snapshot_id + 1, (unsigned long long)to.snapshot_id,
+              err->msg);
+      why = "";
+      mr_error_clear(err);
+      rc = MR_OK;
+    } else if (rc == MR_OK) {
+      c->follow_conflicts = 0;
+    }
+  }
+  mr_error ignored;
+  if (view && store_close(view, &ignored) != MR_OK)
+    fprintf(stderr, "moraine: catalog follow: closing the view of the store: %s\n", ignored.msg);
+  if (rc == MR_ERR_CONFLICT)
+    c->follow_conflicts++;
+  if (rc != MR_OK || why == NULL)
+    return rc;
+  if (why[0])
     fprintf(stderr, "moraine: replica: reloading the catalog at snapshot %llu: %s\n",
             (unsigned long long)to.snapshot_id, why);
-  }
   *reloaded = true;
-  return catalog_reload(c, nrows, err);
+  rc = catalog_reload(c, reached, nrows, err);
+  if (rc == MR_OK)
+    c->follow_conflicts = 0;
+  return rc;
 }

@@ -20,12 +20,13 @@ struct catalog {
    * reloads in full (expiry removes records the changelog does not list) */
   size_t passes;
   int64_t last_pass_us;
+  unsigned follow_conflicts; /* catch-ups in a row the writer outran */
 };
 
-/* Reads sys/maintenance_status into c->passes / c->last_pass_us. */
+/* Reads sys/maintenance_status into c->passes / c->last_pass_us (a
+ * replica's catalog_follow compares it with the store's now). */
 mr_status cat_mark_maintenance(catalog *c, mr_error *err) MR_MUST_CHECK;
-/* Has sys/maintenance_status changed since the mark? */
-mr_status cat_maintenance_moved(catalog *c, bool *moved, mr_error *err) MR_MUST_CHECK;
+
 
 /* s as a quoted SQL identifier (malloc'd; NULL: out of memory). */
 char *cat_quote_ident(const char *s);

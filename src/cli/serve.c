@@ -55,7 +55,7 @@ static const char serve_usage[] =
     "                     [--tls-cert FILE --tls-key FILE [--tls-required]]\n"
     "                     [--default-database NAME] [--unknown-databases create|refuse]\n"
     "                     [--catalog-idle-timeout SECONDS]\n"
-    "                     [--replica [--follow-interval MS]]\n"
+    "                     [--replica [--follow-interval MS]] [--changelog-window N]\n"
     "  --store URL           catalog store root: file://DIR, s3://BUCKET/PREFIX,\n"
     "                        gs://BUCKET/PREFIX, az://CONTAINER/PREFIX or memory://\n"
     "                        (default file://./moraine-data); each database is its own\n"
@@ -74,6 +74,9 @@ static const char serve_usage[] =
     "                        writing it: follows its commits, refuses writes with 25006;\n"
     "                        any number of replicas may serve one store (docs/replicas.md)\n"
     "  --follow-interval MS  how often a replica looks for new commits (default 100)\n"
+    "  --changelog-window N  keep the changelog records of the last N snapshots (default\n"
+    "                        1024): a replica (or moraine watch) further behind than that\n"
+    "                        loads the whole catalog again\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
     "  --users-file FILE     users who may connect, each with a role (read or write) and a\n"
     "                        SCRAM-SHA-256 verifier (moraine user add; docs/operations.md);\n"
@@ -111,10 +114,6 @@ static const char serve_usage[] =
 
 /* A replica's look for new commits (--follow-interval). */
 #define SERVE_DEFAULT_FOLLOW_MS 100
-/* A replica's SlateDB reader catches up only when the replica asks
- * (store_refresh), so a catalog load never sees the store move under it;
- * SlateDB's own poll then only keeps the reader's checkpoint alive. */
-#define SERVE_REPLICA_READER_POLL_MS 60000
 
 static pg_server *volatile running_server;
 static volatile sig_atomic_t fenced;      /* another writer took the store over */
@@ -245,7 +244,7 @@ int cli_serve(int argc, char **argv) {
   const char *idle_timeout = NULL;
   const char *gc_interval = NULL, *gc_min_age = NULL;
   bool log_commit_phases = false, tls_required = false, replica = false;
-  const char *follow_interval = NULL;
+  const char *follow_interval = NULL, *changelog_window = NULL;
   serve_reloadable reloadable = {NULL, NULL};
   const char *tls_cert = NULL, *tls_key = NULL;
   for (int i = 1; i < argc; i++) {
@@ -286,6 +285,7 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--gc-interval") == 0      ? &gc_interval
                         : strcmp(a, "--gc-min-age") == 0       ? &gc_min_age
                         : strcmp(a, "--follow-interval") == 0  ? &follow_interval
+                        : strcmp(a, "--changelog-window") == 0 ? &changelog_window
                                                                : NULL;
     if (slot == NULL) {
       fprintf(stderr, "moraine: serve: unknown option '%s' (see moraine serve --help)\n", a);
@@ -381,6 +381,18 @@ int cli_serve(int argc, char **argv) {
     }
     follow_ms = (unsigned)v;
   }
+  uint64_t window = 0; /* 0: STORE_CHANGELOG_WINDOW */
+  if (changelog_window) {
+    char *end;
+    unsigned long long v = strtoull(changelog_window, &end, 10);
+    if (*changelog_window == '\0' || *changelog_window == '-' || *end != '\0' || v < 1 ||
+        v > 1000000) {
+      fprintf(stderr, "moraine: serve: --changelog-window wants a number of snapshots "
+                      "(1 to 1000000), got '%s'\n", changelog_window);
+      return 2;
+    }
+    window = v;
+  }
   uint64_t gc_interval_ms = 0, gc_min_age_ms = 0; /* 0: kv.h's defaults */
   if (gc_interval && (gc_interval_ms = parse_seconds(gc_interval)) == 0) {
     fprintf(stderr, "moraine: serve: --gc-interval wants seconds (0.001 to 86400), got '%s'\n",
@@ -473,7 +485,8 @@ int cli_serve(int argc, char **argv) {
                      .gc_interval_ms = (uint32_t)gc_interval_ms,
                      .gc_min_age_ms = (uint32_t)gc_min_age_ms,
                      .read_only = replica,
-                     .reader_poll_ms = replica ? SERVE_REPLICA_READER_POLL_MS : 0},
+                     .changelog_window = window,
+                     .reader_poll_ms = replica ? follow_ms : 0},
       .engine_opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")", memory_limit, (int)threads,
                       replica},
       .default_hooks = {on_fenced, on_reload, NULL, NULL},

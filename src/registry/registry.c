@@ -255,17 +255,18 @@ static mr_status store_has_snapshot(store *st, bool *yes, mr_error *err) {
 /* A replica's watcher saw the writer's head move: catch the catalog up
  * (ctx: the catalog; catalog_follow). Logged when slow; a failure is
  * retried by the watcher from the same head. */
-static mr_status on_advanced(void *ctx, store_head from, store_head to, mr_error *err) {
+static mr_status on_advanced(void *ctx, store_head from, store_head to, store_head *reached,
+                             mr_error *err) {
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   size_t rows = 0;
   bool reloaded = false;
-  mr_status rc = catalog_follow(ctx, from, to, &rows, &reloaded, err);
+  mr_status rc = catalog_follow(ctx, from, to, reached, &rows, &reloaded, err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   long long ms = (t1.tv_sec - t0.tv_sec) * 1000LL + (t1.tv_nsec - t0.tv_nsec) / 1000000;
   if (rc == MR_OK && ms >= REPLICA_SLOW_MS)
     fprintf(stderr, "moraine: replica: caught up from snapshot %llu to %llu in %lld ms (%zu rows%s)\n",
-            (unsigned long long)from.snapshot_id, (unsigned long long)to.snapshot_id, ms, rows,
+            (unsigned long long)from.snapshot_id, (unsigned long long)reached->snapshot_id, ms, rows,
             reloaded ? ", catalog reloaded" : "");
   return rc;
 }
@@ -309,8 +310,8 @@ static mr_status schema_open(cat_registry *r, cat_entry *e, const char *name, bo
     rc = catalog_open(s->st, e->engine, &s->cat, &me);
   if (rc == MR_OK && strcmp(name, "public") != 0)
     rc = catalog_set_schema(s->cat, name, &me);
-  if (rc == MR_OK && load)
-    rc = catalog_load(s->cat, rows, &me);
+  if (rc == MR_OK && load) /* a replica's store moves under its reader: load from a view */
+    rc = r->cfg.replica ? catalog_reload(s->cat, NULL, rows, &me) : catalog_load(s->cat, rows, &me);
   if (rc != MR_OK) {
     sql_fail(err, me.code, me.code == MR_ERR_CONFLICT ? "55000" : "XX000",
              "cannot load the catalog of database \"%s\" (metadata schema \"%s\"): %s", e->name,

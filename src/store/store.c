@@ -265,11 +265,18 @@ mr_status store_refresh(store *st, store_head *head, mr_error *err) {
   mr_status rc = kv_refresh(st->db, err);
   if (rc)
     return mr_error_wrap(err, "store_refresh");
+  return store_read_head(st, head, err);
+}
+
+mr_status store_read_head(store *st, store_head *head, mr_error *err) {
+  if (!st->read_only)
+    return mr_fail(err, MR_ERR_INVALID, "store_read_head: the store is a writer");
+  mr_status rc;
   mr_key hk = {.kind = MR_KK_SYS_HEAD};
   ProtobufCMessage *m = NULL;
   rc = store_get_msg(st, &hk, &m, err);
   if (rc)
-    return mr_error_wrap(err, "store_refresh: reading sys/head");
+    return mr_error_wrap(err, "reading sys/head");
   const Moraine__V1__SysHead *h = (const Moraine__V1__SysHead *)m;
   store_head now = {h->snapshot_id, h->batch_count};
   mr_value_free(m);
@@ -290,7 +297,17 @@ mr_status store_open(const char *url, const store_options *opts, store **out, mr
     return mr_fail(err, MR_ERR_NOMEM, "store_open: out of memory");
   st->read_only = opts && opts->read_only;
   st->changelog_window = opts && opts->changelog_window ? opts->changelog_window : STORE_CHANGELOG_WINDOW;
+  st->deadline_ms = opts ? opts->deadline_ms : 0;
   pthread_mutex_init(&st->mu, NULL);
+  st->url = strdup(url);
+  st->cache_dir = opts && opts->cache_dir ? strdup(opts->cache_dir) : NULL;
+  if (st->url == NULL || (opts && opts->cache_dir && st->cache_dir == NULL)) {
+    pthread_mutex_destroy(&st->mu);
+    free(st->url);
+    free(st->cache_dir);
+    free(st);
+    return mr_fail(err, MR_ERR_NOMEM, "store_open: out of memory");
+  }
   kv_open_options ko = {.read_only = st->read_only,
                         .cache_dir = opts ? opts->cache_dir : NULL,
                         .deadline_ms = opts ? opts->deadline_ms : 0,
@@ -318,8 +335,19 @@ mr_status store_open(const char *url, const store_options *opts, store **out, mr
 fail:
   kv_close(st->db, NULL);
   pthread_mutex_destroy(&st->mu);
+  free(st->url);
+  free(st->cache_dir);
   free(st);
   return rc;
+}
+
+mr_status store_open_view(const store *st, store **out, mr_error *err) {
+  store_options o = {.read_only = true,
+                     .changelog_window = st->changelog_window,
+                     .cache_dir = st->cache_dir,
+                     .deadline_ms = st->deadline_ms,
+                     .reader_poll_ms = STORE_VIEW_POLL_MS};
+  return store_open(st->url, &o, out, err);
 }
 
 mr_status store_close(store *st, mr_error *err) {
@@ -327,6 +355,8 @@ mr_status store_close(store *st, mr_error *err) {
     return MR_OK;
   mr_status rc = kv_close(st->db, err);
   pthread_mutex_destroy(&st->mu);
+  free(st->url);
+  free(st->cache_dir);
   free(st);
   return rc;
 }

@@ -135,6 +135,16 @@ void store_set_in_doubt(store *st, const char *why);
  */
 mr_status store_recover(store *st, bool *reload, mr_error *err) MR_MUST_CHECK;
 
+/*
+ * A second, read-only handle on st's store whose view stays as of its open
+ * (its reader does not catch up by itself for STORE_VIEW_POLL_MS): several
+ * scans through it see one state, as a replica's full reload needs while
+ * the writer goes on committing. Its SlateDB reader registers a checkpoint
+ * in the store's manifest until store_close. *out: store_close.
+ */
+#define STORE_VIEW_POLL_MS 600000
+mr_status store_open_view(const store *st, store **out, mr_error *err) MR_MUST_CHECK;
+
 /* Was st opened read-only (store_options.read_only)? */
 bool store_read_only(const store *st);
 
@@ -152,10 +162,14 @@ mr_status store_probe(store *st, mr_error *err) MR_MUST_CHECK;
  * the thread; call it before closing st. */
 /*
  * On a read-only store the watcher follows the writer instead: every
- * interval it catches up (store_refresh) and, when sys/head moved, calls
- * advanced(ctx, from, to) with the head the owner has and the new one. A
+ * interval it rereads sys/head (store_read_head; open the store with
+ * reader_poll_ms = the interval, so the reader itself keeps up with the
+ * writer's manifest and WAL) and, when it moved, calls
+ * advanced(ctx, from, to, &reached) with the head the owner has and the
+ * new one; the owner says which head it reached (to, or a later one). A
  * failed advanced() is retried from the same `from` the next interval, so
- * the owner never skips a change; an unreachable store is logged once and
+ * the owner never skips a change (MR_ERR_CONFLICT: the store moved during
+ * it, retried without a log line); an unreachable store is logged once and
  * once again when it answers.
  */
 typedef struct store_watch_hooks {
@@ -164,7 +178,8 @@ typedef struct store_watch_hooks {
   void *ctx;
   /* readers only (NULL: a reader's watcher just refreshes); a reader's
    * watcher never calls fenced or reload (they may be NULL) */
-  mr_status (*advanced)(void *ctx, store_head from, store_head to, mr_error *err);
+  mr_status (*advanced)(void *ctx, store_head from, store_head to, store_head *reached,
+                        mr_error *err);
 } store_watch_hooks;
 typedef struct store_watch store_watch;
 mr_status store_watch_start(store *st, unsigned interval_ms, const store_watch_hooks *hooks,
@@ -317,6 +332,11 @@ mr_status store_read_kind_at(store *st, mr_key_kind kind, uint64_t s, uint64_t t
 /* Read-only store: catches up with what the writer has made durable
  * (kv_refresh) and rereads sys/head into *head (and store_get_head). */
 mr_status store_refresh(store *st, store_head *head, mr_error *err) MR_MUST_CHECK;
+/* Read-only store: rereads sys/head as the reader sees it now (it catches
+ * up by itself every store_options.reader_poll_ms), into *head and
+ * store_get_head. No new reader: kv_refresh opens one, and every SlateDB
+ * reader registers a checkpoint in the writer's manifest. */
+mr_status store_read_head(store *st, store_head *head, mr_error *err) MR_MUST_CHECK;
 
 typedef struct store_census_row {
   uint64_t keys;

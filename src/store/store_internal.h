@@ -15,6 +15,9 @@
 
 struct store {
   kv_db *db;
+  char *url;                /* as opened, for store_open_view */
+  char *cache_dir;          /* store_options.cache_dir (copy) or NULL */
+  uint32_t deadline_ms;     /* store_options.deadline_ms */
   bool read_only;
   uint64_t changelog_window;
   pthread_mutex_t mu; /* the commit lock: guards head, failed, fail_msg */

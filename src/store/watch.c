@@ -10,7 +10,7 @@
  * (store_flush_if_wanted), so removals are merged away on an idle store.
  *
  * On a read-only store it follows the writer instead (follow_once): it
- * catches up and tells the owner when the head moved.
+ * tells the owner when the head the reader caught up to moved.
  *
  * On fencing, or when recovery finds the owner must reload, it calls the
  * owner's hook once and stops; what to do then (serve exits, or restarts
@@ -81,11 +81,12 @@ static bool recover_once(store_watch *w, bool *down) {
   return false;
 }
 
-/* A reader's round: catch up, and hand a moved head to the owner. */
+/* A reader's round: read the head the reader has caught up to, and hand a
+ * moved head to the owner. */
 static void follow_once(store_watch *w, store_head *have, bool *down) {
   mr_error err;
   store_head now;
-  mr_status rc = store_refresh(w->st, &now, &err);
+  mr_status rc = store_read_head(w->st, &now, &err);
   if (rc != MR_OK) {
     if (!*down)
       fprintf(stderr, "moraine: replica: the store does not answer (%s), retrying every %u ms: %s\n",
@@ -99,10 +100,11 @@ static void follow_once(store_watch *w, store_head *have, bool *down) {
   if (w->hooks.advanced == NULL ||
       (now.snapshot_id == have->snapshot_id && now.batch_count == have->batch_count))
     return;
-  rc = w->hooks.advanced(w->hooks.ctx, *have, now, &err);
+  store_head reached = now;
+  rc = w->hooks.advanced(w->hooks.ctx, *have, now, &reached, &err);
   if (rc == MR_OK)
-    *have = now;
-  else
+    *have = reached;
+  else if (rc != MR_ERR_CONFLICT) /* a conflict: the store moved on meanwhile; next round */
     fprintf(stderr, "moraine: replica: cannot apply snapshot %llu (retried next round): %s\n",
             (unsigned long long)now.snapshot_id, err.msg);
 }
