@@ -9,6 +9,10 @@
 #include <unistd.h>
 
 store *tool_open(const char *cmd, const char *where, bool unchecked) {
+  return tool_open_following(cmd, where, unchecked, 0);
+}
+
+store *tool_open_following(const char *cmd, const char *where, bool unchecked, uint32_t poll_ms) {
   char url[4096];
   if (strstr(where, "://"))
     snprintf(url, sizeof url, "%s", where);
@@ -17,7 +21,10 @@ store *tool_open(const char *cmd, const char *where, bool unchecked) {
   /* a reader's open replays the WAL objects written since the last memtable
    * flush, one GET each: on a slow object store that outlasts the server's
    * 10 s deadline, and a tool has no client waiting on it */
-  store_options o = {.read_only = true, .unchecked = unchecked, .deadline_ms = TOOL_OPEN_DEADLINE_MS};
+  store_options o = {.read_only = true,
+                     .unchecked = unchecked,
+                     .deadline_ms = TOOL_OPEN_DEADLINE_MS,
+                     .reader_poll_ms = poll_ms};
   store *st = NULL;
   mr_error err;
   if (store_open(url, &o, &st, &err) != MR_OK) {

@@ -31,6 +31,9 @@
 #define TOOL_OPEN_DEADLINE_MS 120000
 
 store *tool_open(const char *cmd, const char *where, bool unchecked);
+/* The same, with a reader that catches up with the writer by itself every
+ * poll_ms (store_read_head then sees the head it reached). */
+store *tool_open_following(const char *cmd, const char *where, bool unchecked, uint32_t poll_ms);
 
 /* Closes st and flushes stdout; returns status, or 1 if either fails and
  * status was 0. */

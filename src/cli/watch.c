@@ -4,9 +4,10 @@
  * (RFC 0002: the current keys each snapshot's batch wrote), following the
  * writer until SIGINT or SIGTERM.
  *
- * How it follows: the store is opened read-only (a SlateDB reader; the
- * writer is not disturbed); every interval it catches up (store_refresh)
- * and, when sys/head moved, reads each new snapshot's record and changelog
+ * How it follows: the store is opened read-only (a SlateDB reader that
+ * catches up with the writer by itself every interval; the writer is not
+ * disturbed); every interval it rereads sys/head (store_read_head) and,
+ * when it moved, reads each new snapshot's record and changelog
  * record by point reads — one each per snapshot, as a read replica
  * advancing its view does. Snapshot ids without a record (expired, or never
  * written) are skipped; a snapshot whose changelog record has left the
@@ -260,7 +261,7 @@ static int watch(store *st, bool has_from, uint64_t from, unsigned interval_ms) 
     nap(interval_ms);
     if (stop_requested)
       break;
-    if (store_refresh(st, &head, &err) != MR_OK) {
+    if (store_read_head(st, &head, &err) != MR_OK) {
       fprintf(stderr, "moraine: watch: %s\n", err.msg);
       return TOOL_EXIT_FAILED;
     }
@@ -309,7 +310,7 @@ int cli_watch(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
-  store *st = tool_open("watch", where, false);
+  store *st = tool_open_following("watch", where, false, (uint32_t)interval);
   if (st == NULL)
     return TOOL_EXIT_FAILED;
   return tool_close("watch", st, watch(st, has_from, from, (unsigned)interval));
