@@ -4,7 +4,9 @@
  * keys without sys/format, a store without the segment extractor), head
  * conflicts, create-only mappings, the changelog window, expiry that is
  * stopped or crashes mid-way and is rerun, the last-16 maintenance status,
- * and a fenced writer turning failed.
+ * a fenced writer turning failed, and what a read replica reads (every
+ * version of one entity, a reader that follows the writer, a view that
+ * does not).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kv/kv.h"
 #include "store_test_util.h"
@@ -294,6 +297,108 @@ static void test_changelog_window(void **state) {
   assert_int_equal(seen.n, 1);
   assert_int_equal(seen.ids[0], 8);
   must(store_close(st, &e), &e);
+}
+
+/* ---- what a read replica reads -------------------------------------------- */
+
+/* Snapshot s renames schema 1: its version begun at s - 1 ends, one begins. */
+static void rename_schema(store *st, uint64_t s, const char *from, const char *to) {
+  mr_error e;
+  store_commit *c = NULL;
+  must(store_commit_begin(st, store_get_head(st), &c, &e), &e);
+  Moraine__V1__Snapshot snap = MORAINE__V1__SNAPSHOT__INIT;
+  snap.snapshot_id = (int64_t)s;
+  must(store_commit_snapshot(c, &snap, &e), &e);
+  Moraine__V1__Schema old = MORAINE__V1__SCHEMA__INIT;
+  old.schema_id = 1;
+  old.begin_snapshot = (int64_t)s - 1;
+  old.has_end_snapshot = true;
+  old.end_snapshot = (int64_t)s;
+  old.schema_name = (char *)from;
+  mr_key k = {.kind = MR_KK_SCHEMA, .c = {1}};
+  must(store_commit_end(c, &k, &old.base, &e), &e);
+  Moraine__V1__Schema live = MORAINE__V1__SCHEMA__INIT;
+  live.schema_id = 1;
+  live.begin_snapshot = (int64_t)s;
+  live.schema_name = (char *)to;
+  must(store_commit_put(c, &k, &live.base, &e), &e);
+  must(store_commit_write(c, NULL, &e), &e);
+}
+
+typedef struct names_seen {
+  char names[8][8];
+  bool history[8];
+  size_t n;
+} names_seen;
+
+static mr_status name_visit(void *ctx, const mr_key *k, const ProtobufCMessage *v, mr_error *err) {
+  names_seen *s = ctx;
+  if (s->n < 8) {
+    snprintf(s->names[s->n], sizeof s->names[0], "%s", ((const Moraine__V1__Schema *)v)->schema_name);
+    s->history[s->n++] = k->history;
+  }
+  return MR_OK;
+}
+
+static void test_entity_versions(void **state) {
+  char url[4096];
+  mr_error e;
+  store *st = open_new("versions", url, sizeof url, 0);
+  must(commit_schema(st, store_get_head(st), 0, 1, "a", &e), &e);
+  must(commit_schema(st, store_get_head(st), 1, 2, "other", &e), &e);
+  rename_schema(st, 2, "a", "b");
+  rename_schema(st, 3, "b", "c");
+  names_seen seen = {0};
+  mr_key k = {.kind = MR_KK_SCHEMA, .c = {1}};
+  must(store_entity_versions(st, &k, name_visit, &seen, &e), &e);
+  /* the current version, then the ended ones oldest end first; schema 2 is not visited */
+  assert_int_equal(seen.n, 3);
+  assert_string_equal(seen.names[0], "c");
+  assert_false(seen.history[0]);
+  assert_string_equal(seen.names[1], "a");
+  assert_true(seen.history[1]);
+  assert_string_equal(seen.names[2], "b");
+  mr_key gone = {.kind = MR_KK_SCHEMA, .c = {7}};
+  memset(&seen, 0, sizeof seen);
+  must(store_entity_versions(st, &gone, name_visit, &seen, &e), &e);
+  assert_int_equal(seen.n, 0);
+  mr_key hist = {.kind = MR_KK_SCHEMA, .history = true, .c = {1, 2}};
+  assert_int_equal(store_entity_versions(st, &hist, name_visit, &seen, &e), MR_ERR_INVALID);
+  must(store_close(st, &e), &e);
+}
+
+/* A following reader reaches the writer's new head by itself; a view
+ * opened from it stays where it opened. */
+static void test_following_reader_and_view(void **state) {
+  char url[4096];
+  mr_error e;
+  store *w = open_new("follow", url, sizeof url, 0);
+  must(commit_schema(w, store_get_head(w), 0, 1, "a", &e), &e);
+  store *r = NULL, *view = NULL;
+  store_options ro = {.read_only = true, .reader_poll_ms = 20};
+  must(store_open(url, &ro, &r, &e), &e);
+  must(store_open_view(r, &view, &e), &e);
+  store_head h;
+  must(store_read_head(view, &h, &e), &e);
+  assert_int_equal(h.snapshot_id, 0);
+  assert_int_equal(store_read_head(w, &h, &e), MR_ERR_INVALID); /* a writer is never behind */
+  must(commit_schema(w, store_get_head(w), 1, 2, "b", &e), &e);
+  h.snapshot_id = 0;
+  for (int i = 0; i < 500 && h.snapshot_id != 1; i++) { /* up to 10 s */
+    struct timespec nap = {0, 20 * 1000000L};
+    nanosleep(&nap, NULL);
+    must(store_read_head(r, &h, &e), &e);
+  }
+  assert_int_equal(h.snapshot_id, 1);
+  assert_int_equal(store_get_head(r).snapshot_id, 1);
+  must(store_read_head(view, &h, &e), &e);
+  assert_int_equal(h.snapshot_id, 0);
+  mr_key k2 = {.kind = MR_KK_SCHEMA, .c = {2}};
+  ProtobufCMessage *m = NULL;
+  assert_int_equal(store_get(view, &k2, &m, &e), MR_ERR_NOT_FOUND);
+  must(store_close(view, &e), &e);
+  must(store_close(r, &e), &e);
+  must(store_close(w, &e), &e);
 }
 
 /* ---- expiry -------------------------------------------------------------- */
@@ -628,6 +733,7 @@ int main(void) {
       cmocka_unit_test(test_conflict),          cmocka_unit_test(test_mapping_create_only),
       cmocka_unit_test(test_forget),
       cmocka_unit_test(test_changelog_window),  cmocka_unit_test(test_expire_resumable),
+      cmocka_unit_test(test_entity_versions),   cmocka_unit_test(test_following_reader_and_view),
       cmocka_unit_test(test_maintenance_status), cmocka_unit_test(test_expiry_commit_records_a_pass),
       cmocka_unit_test(test_fenced_fails),
       cmocka_unit_test(test_recover_lost_write), cmocka_unit_test(test_recover_landed_write),
