@@ -9,6 +9,7 @@
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 30)
 #   make bench      benchmarks (prints the tables recorded in BENCHMARK.md)
 #   make bench-soak a long catalog life, expiry and the space that comes back (~30 min)
+#   make bench-replica  read replicas: lag behind the writer, read throughput
 #   make bench-scale  moraine vs PostgreSQL 15 as catalogs of 1 and 1,000
 #                   tables (bench/scale.py; several minutes; not in make test)
 #   make format / make lint
@@ -33,7 +34,7 @@ ARGS ?=
 DUCKLAKE_SUITE ?= /tmp/ducklake
 SUITE_ARGS ?=
 
-.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench bench-soak bench-scale format lint clean \
+.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench bench-soak bench-scale bench-replica format lint clean \
   ducklake-suite
 
 all: build
@@ -104,6 +105,9 @@ bench: build deps
 
 # SCALE_ARGS e.g. --sizes 1,1000 --commits 200 (see bench/scale.py)
 SCALE_ARGS ?=
+bench-replica: build deps
+	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) bench/replica.py
+
 bench-scale: build deps
 	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) bench/scale.py $(SCALE_ARGS)
 
