@@ -140,6 +140,17 @@ static const char *cell_text(const import_rows *r, size_t row, int col) {
   return c->is_null ? NULL : c->data;
 }
 
+/* Appends s as a quoted identifier. */
+static void put_ident(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"')
+      fputc('"', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
 /* Reads mapped table tb: each column cast to its mapping type, then text. */
 static mr_status read_mapped(importer *im, const catalog_table *tb, stable *s) {
   s->tb = tb;
@@ -154,10 +165,19 @@ static mr_status read_mapped(importer *im, const catalog_table *tb, stable *s) {
   if (f == NULL)
     return mr_fail(im->err, MR_ERR_NOMEM, "out of memory");
   fputs("SELECT ", f);
-  for (size_t i = 0; i < tb->ncols; i++)
-    fprintf(f, "%sCAST(%s%s%s AS %s)::VARCHAR AS \"%s\"", i ? ", " : "", has ? "CAST(\"" : "NULL",
-            has ? tb->cols[i].name : "", has ? "\" AS " : "", has ? tb->cols[i].type : "",
-            tb->cols[i].name);
+  for (size_t i = 0; i < tb->ncols; i++) {
+    /* the mapping's type first: a SQLite or PostgreSQL column reads as its own */
+    fputs(i ? ", " : "", f);
+    if (has) {
+      fputs("CAST(CAST(", f);
+      put_ident(f, tb->cols[i].name);
+      fprintf(f, " AS %s) AS VARCHAR)", tb->cols[i].type);
+    } else {
+      fputs("CAST(NULL AS VARCHAR)", f);
+    }
+    fputs(" AS ", f);
+    put_ident(f, tb->cols[i].name);
+  }
   if (has) {
     char q[400];
     import_source_table(im->src, tb->name, q, sizeof q);
@@ -229,17 +249,6 @@ static mr_status check_version(importer *im, const char *source) {
 
 /* ---- inlined tables ---------------------------------------------------------- */
 
-/* Appends s as a quoted identifier. */
-static void put_ident(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"')
-      fputc('"', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
 /* The snapshot that minted schema version ver of table tid: the begin of its
  * newest ducklake_schema_versions row at or before ver; -1 if none. */
 static int64_t minting_snapshot(importer *im, int64_t tid, int64_t ver) {
@@ -296,7 +305,7 @@ static mr_status read_inline_data(importer *im, const char *name, int64_t tid, i
   import_rows cols;
   /* the source's own column order and types */
   snprintf(sql, sizeof sql,
-           "SELECT column_name, data_type FROM (DESCRIBE SELECT * FROM %s)", q);
+           "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM %s)", q);
   mr_status rc = import_source_query(im->src, sql, &cols, im->err);
   if (rc)
     return mr_error_wrap(im->err, "reading the columns of %s", name);
@@ -561,12 +570,14 @@ static mr_status build_pidx(importer *im, stable *p) {
   if (p->pidx == NULL)
     return mr_fail(im->err, MR_ERR_NOMEM, "out of memory");
   for (size_t r = 0; r < p->rows.nrows; r++) {
-    if (p->ins[r] == IMPORT_NO_GROUP)
+    /* a version at no retained snapshot is written (ended) by its del commit */
+    size_t g = p->ins[r] != IMPORT_NO_GROUP ? p->ins[r] : p->del[r];
+    if (g == IMPORT_NO_GROUP)
       continue;
     char *k = key_text(&p->rows, r, cols, n);
     if (k == NULL)
       return mr_fail(im->err, MR_ERR_NOMEM, "out of memory");
-    p->pidx[p->npidx++] = (pkey){k, p->ins[r]};
+    p->pidx[p->npidx++] = (pkey){k, g};
   }
   qsort(p->pidx, p->npidx, sizeof *p->pidx, cmp_pkey);
   return MR_OK;

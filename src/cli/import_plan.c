@@ -20,9 +20,11 @@ bool import_row_groups(const int64_t *ids, size_t n, int64_t begin, bool has_end
   *ins = import_group_of(ids, n, begin);
   *del = has_end ? import_group_of(ids, n, end) : IMPORT_NO_GROUP;
   *bad = *ins == IMPORT_NO_GROUP || (has_end && (*del == IMPORT_NO_GROUP || end < begin));
-  if (*bad || (has_end && *del == *ins)) {
+  if (*bad) {
     *ins = *del = IMPORT_NO_GROUP;
     return false;
   }
+  if (has_end && *del == *ins) /* at no retained snapshot: only its ended form */
+    *ins = IMPORT_NO_GROUP;
   return true;
 }
