@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <limits.h>
 
 #include "cli/cli.h"
 #include "cli/import_internal.h"
@@ -141,6 +142,14 @@ static int run_import(const char *source, const char *where, const char *ext_dir
   struct stat sb;
   if (spec.kind != IMPORT_POSTGRES && stat(spec.target, &sb) != 0)
     return fail("%s: %s", spec.target, strerror(errno));
+  char abs[PATH_MAX];
+  const char *pre = spec.kind == IMPORT_SQLITE ? "ducklake:sqlite:" : "ducklake:";
+  /* the origin names the file whole (a relative SOURCE says little later) */
+  if (spec.kind != IMPORT_POSTGRES && realpath(spec.target, abs) &&
+      strlen(pre) + strlen(abs) < sizeof spec.origin) {
+    strcpy(spec.origin, pre);
+    strcat(spec.origin, abs);
+  }
   int status = check_new_store(where, url);
   if (status)
     return status;

@@ -23,6 +23,7 @@ import duckdb
 import pytest
 
 from conftest import connect, extension_file
+import emulators
 import test_differential as diff
 from test_pg_front import MORAINE, Server
 
@@ -166,6 +167,50 @@ def test_import_duckdb_file_round_trip(tmp_path, name):
     import_ok(f"ducklake:{cat}", store, snaps, f"ducklake:{cat}")
     export_matches(tmp_path, store, side, FEATURES[name], expected, tables, raw)
     served_matches(store, side, FEATURES[name], expected, tables, raw)
+
+
+def test_import_from_a_metadata_schema_with_a_relative_path(tmp_path):
+    """METADATA_SCHEMA on the source (--metadata-schema); the origin names
+    the file by its absolute path even when SOURCE is relative."""
+    cat = tmp_path / "source.ducklake"
+    side, expected, tables, raw, snaps = build(
+        tmp_path, "update", f"ATTACH 'ducklake:{cat}' AS lake (DATA_PATH '{{data}}', METADATA_SCHEMA 'meta_x')",
+        schema="meta_x")
+    r = subprocess.run([MORAINE, "import", "source.ducklake", "store", "--metadata-schema", "meta_x"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(tool("info", str(tmp_path / "store"), "--json").stdout)["origin"] == f"ducklake:{cat}"
+    served_matches(tmp_path / "store", side, FEATURES["update"], expected, tables, raw)
+    # without it the catalog is not found
+    assert "holds no DuckLake catalog" in one_line(tool("import", str(cat), str(tmp_path / "s2")))
+
+
+def test_import_into_object_storage(tmp_path):
+    """An s3:// store (moto): imported, refused a second time, served."""
+    cat = tmp_path / "source.ducklake"
+    side, expected, tables, raw, snaps = build(
+        tmp_path, "delete", f"ATTACH 'ducklake:{cat}' AS lake (DATA_PATH '{{data}}')")
+    emu = emulators.start("s3", tmp_path / "moto")
+    try:
+        url = emu.url("imported")
+        env = {**os.environ, **emu.env}
+        run = lambda *a: subprocess.run([MORAINE, *a], capture_output=True, text=True, timeout=300, env=env)
+        r = run("import", str(cat), url, "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["snapshots"] == snaps
+        assert "holds a store already" in one_line(run("import", str(cat), url))
+        r = run("verify", url)
+        assert r.returncode == 0, r.stdout + r.stderr
+        s = Server("--store", url, env=emu.env)
+        try:
+            con = connect()
+            con.execute(f"ATTACH 'ducklake:postgres:{s.dsn()}' AS lake (DATA_PATH '{side['data']}')")
+            assert diff.state(con, FEATURES["delete"]) == expected
+            con.close()
+        finally:
+            assert s.stop() == 0
+    finally:
+        emu.stop()
 
 
 def test_native_store_has_no_origin(tmp_path):
