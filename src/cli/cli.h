@@ -17,6 +17,8 @@ int cli_snapshots(int argc, char **argv);
 int cli_show(int argc, char **argv);
 /* `moraine watch` (watch.c). */
 int cli_watch(int argc, char **argv);
+/* `moraine import` (import.c). */
+int cli_import(int argc, char **argv);
 /* `moraine export` (export.c). */
 int cli_export(int argc, char **argv);
 

@@ -12,45 +12,16 @@
  * (from table T's ducklake_column rows at the snapshot that minted schema
  * version V), its values cast into it.
  *
- * The DuckLake type names -> DuckDB types table below is DuckLake's format
- * (its ducklake_column.column_type spelling), restated once, here.
+ * The DuckLake type names -> DuckDB types table is lake_types.c's (the one
+ * statement of that part of DuckLake's format).
  */
 #include "cli/export_inline.h"
+#include "cli/lake_types.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* DuckLake's primitive type names and the DuckDB type of each. */
-static const char *const DUCKLAKE_TYPES[][2] = {
-    {"boolean", "BOOLEAN"},
-    {"int8", "TINYINT"},
-    {"int16", "SMALLINT"},
-    {"int32", "INTEGER"},
-    {"int64", "BIGINT"},
-    {"int128", "HUGEINT"},
-    {"uint8", "UTINYINT"},
-    {"uint16", "USMALLINT"},
-    {"uint32", "UINTEGER"},
-    {"uint64", "UBIGINT"},
-    {"uint128", "UHUGEINT"},
-    {"float32", "REAL"}, /* not FLOAT: the engine reads FLOAT as PostgreSQL does, a DOUBLE */
-    {"float64", "DOUBLE"},
-    {"date", "DATE"},
-    {"time", "TIME"},
-    {"timetz", "TIMETZ"},
-    {"timestamp", "TIMESTAMP"},
-    {"timestamptz", "TIMESTAMPTZ"},
-    {"timestamp_s", "TIMESTAMP_S"},
-    {"timestamp_ms", "TIMESTAMP_MS"},
-    {"timestamp_ns", "TIMESTAMP_NS"},
-    {"interval", "INTERVAL"},
-    {"varchar", "VARCHAR"},
-    {"blob", "BLOB"},
-    {"uuid", "UUID"},
-    {"json", "JSON"},
-};
 
 /* One ducklake_column row of the table at the minting snapshot. */
 typedef struct col {
@@ -145,11 +116,11 @@ static mr_status put_type(FILE *f, const cols *cs, const col *c, int depth, mr_e
     fprintf(f, "DECIMAL%s", c->type + 7);
     return MR_OK;
   }
-  for (size_t i = 0; i < sizeof DUCKLAKE_TYPES / sizeof DUCKLAKE_TYPES[0]; i++)
-    if (strcmp(c->type, DUCKLAKE_TYPES[i][0]) == 0) {
-      fputs(DUCKLAKE_TYPES[i][1], f);
-      return MR_OK;
-    }
+  const char *duck = lake_type_duckdb(c->type);
+  if (duck) {
+    fputs(duck, f);
+    return MR_OK;
+  }
   return mr_fail(err, MR_ERR_INVALID,
                  "column %s has the DuckLake type '%s', which export cannot map", c->name, c->type);
 }

@@ -21,7 +21,8 @@ static const char inspect_usage[] =
     "       moraine census STORE [--json]\n"
     "  STORE: file://FOLDER (or a folder path), s3://, gs://, az:// URLs as for serve.\n"
     "  The store is opened read-only: a running server is not disturbed.\n"
-    "  info: layout format, the moraine that created it, head snapshot and batch\n"
+    "  info: layout format, the moraine that created it, the origin of an imported\n"
+    "  catalog (commit_log_batch_origin; null when native), head snapshot and batch\n"
     "  count, the head snapshot's time, maintenance passes.\n"
     "  census: keys and bytes per subspace, and per kind in current and history\n"
     "  (one full scan).\n";
@@ -41,10 +42,12 @@ static int info(store *st, bool json) {
   if (d.maintenance_passes)
     tool_iso_time(d.last_pass_us, pass_time, sizeof pass_time);
   if (json) {
-    printf("{\"format\": %u, \"writer_version\": \"%s\", \"head_snapshot\": %llu, "
+    printf("{\"format\": %u, \"writer_version\": \"%s\", \"origin\": ", d.format, d.writer_version);
+    tool_json_str(stdout, d.origin[0] ? d.origin : NULL);
+    printf(", \"head_snapshot\": %llu, "
            "\"batch_count\": %llu, \"head_time\": %s%s%s, \"maintenance_passes\": %zu, "
            "\"last_maintenance\": %s%s%s, \"objects\": %llu, \"bytes\": %llu}\n",
-           d.format, d.writer_version, (unsigned long long)d.head.snapshot_id,
+           (unsigned long long)d.head.snapshot_id,
            (unsigned long long)d.head.batch_count, d.has_head_time ? "\"" : "",
            d.has_head_time ? head_time : "null", d.has_head_time ? "\"" : "", d.maintenance_passes,
            d.maintenance_passes ? "\"" : "", d.maintenance_passes ? pass_time : "null",
@@ -53,6 +56,8 @@ static int info(store *st, bool json) {
   }
   printf("format             %u (RFC 0002 layout)\n", d.format);
   printf("created by         moraine %s\n", d.writer_version);
+  /* RFC 0002's commit_log_batch_origin: set by moraine import, none when native */
+  printf("origin             %s\n", d.origin[0] ? d.origin : "native (no commit_log_batch_origin)");
   printf("head snapshot      %llu\n", (unsigned long long)d.head.snapshot_id);
   printf("batches landed     %llu\n", (unsigned long long)d.head.batch_count);
   printf("head snapshot time %s\n", d.has_head_time ? head_time : "(no snapshot record)");

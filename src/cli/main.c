@@ -39,6 +39,8 @@ static const char usage[] =
     "        the catalog at a snapshot: schemas, tables, columns, files, inlined rows\n"
     "  watch STORE [--from SNAPSHOT] [--interval-ms N]\n"
     "        follow the writer: each commit as a JSON line, until SIGINT/SIGTERM\n"
+    "  import SOURCE STORE [--extension-dir DIR] [--metadata-schema NAME] [--json]\n"
+    "        adopt a DuckLake catalog (DuckDB file, SQLite, PostgreSQL) into a new store\n"
     "  export STORE [--at SNAPSHOT] FILE\n"
     "        write the catalog into a new DuckDB file that stock DuckLake attaches\n"
     "  user add NAME --role read|write --users-file FILE\n"
@@ -86,6 +88,8 @@ int main(int argc, char **argv) {
     return cli_show(argc - 1, argv + 1);
   if (strcmp(cmd, "watch") == 0)
     return cli_watch(argc - 1, argv + 1);
+  if (strcmp(cmd, "import") == 0)
+    return cli_import(argc - 1, argv + 1);
   if (strcmp(cmd, "export") == 0)
     return cli_export(argc - 1, argv + 1);
   fprintf(stderr, "moraine: unknown command '%s' (see moraine --help)\n", cmd);

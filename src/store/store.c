@@ -175,6 +175,8 @@ static mr_status format_new(store *st, mr_error *err) {
   Moraine__V1__SysFormat f = MORAINE__V1__SYS_FORMAT__INIT;
   f.layout_version = STORE_FORMAT_LATEST;
   f.writer_version = (char *)MORAINE_VERSION;
+  if (st->origin && *st->origin) /* RFC 0002: only a catalog from elsewhere has one */
+    f.commit_log_batch_origin = (char *)st->origin; /* protobuf-c strings are not const */
   mr_key fk = {.kind = MR_KK_SYS_FORMAT};
   rc = batch_put_msg(b, &fk, &f.base, err);
   if (!rc)
@@ -296,6 +298,7 @@ mr_status store_open(const char *url, const store_options *opts, store **out, mr
   if (st == NULL)
     return mr_fail(err, MR_ERR_NOMEM, "store_open: out of memory");
   st->read_only = opts && opts->read_only;
+  st->origin = opts ? opts->origin : NULL;
   st->changelog_window = opts && opts->changelog_window ? opts->changelog_window : STORE_CHANGELOG_WINDOW;
   st->deadline_ms = opts ? opts->deadline_ms : 0;
   pthread_mutex_init(&st->mu, NULL);
@@ -327,6 +330,7 @@ mr_status store_open(const char *url, const store_options *opts, store **out, mr
     read_head_if_any(st);
   } else {
     rc = check_format(st, url, err);
+    st->origin = NULL; /* borrowed for format_new only */
     if (rc)
       goto fail;
   }
@@ -488,6 +492,8 @@ mr_status store_describe(store *st, const char *skip_top, store_description *out
   out->format = f->layout_version;
   snprintf(out->writer_version, sizeof out->writer_version, "%s",
            f->writer_version ? f->writer_version : "?");
+  snprintf(out->origin, sizeof out->origin, "%s",
+           f->commit_log_batch_origin ? f->commit_log_batch_origin : "");
   mr_value_free(m);
   mr_key sk = {.kind = MR_KK_SNAPSHOT, .c = {out->head.snapshot_id}};
   rc = store_get_msg(st, &sk, &m, err);

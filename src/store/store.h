@@ -64,9 +64,11 @@ typedef struct store_options {
   uint32_t gc_interval_ms;     /* SlateDB garbage collector (kv_open_options); 0 = default */
   uint32_t gc_min_age_ms;
   uint32_t reader_poll_ms;     /* with read_only: how often SlateDB's reader catches
-                                  up by itself (0: SlateDB's default, 10 s); a
-                                  replica makes it long and catches up through
-                                  store_refresh, so its view moves only there */
+                                  up with the writer by itself (0: SlateDB's
+                                  default, 10 s); a replica sets its follow
+                                  interval (store_read_head) */
+  const char *origin;          /* a new store only: sys/format's commit_log_batch_origin
+                                  (where an imported catalog came from); NULL: native */
   bool unchecked;              /* with read_only: skip the format, migration and
                                   head checks of the open (sys/head read if it
                                   decodes), so that store_verify can report a
@@ -354,6 +356,7 @@ typedef struct store_census {
 typedef struct store_description {
   unsigned format;              /* sys/format layout_version */
   char writer_version[64];      /* the moraine that created the store */
+  char origin[512];             /* sys/format's commit_log_batch_origin, "" when native */
   store_head head;              /* sys/head */
   bool has_head_time;           /* the head snapshot's record is there */
   int64_t head_time_us;         /* its snapshot_time */

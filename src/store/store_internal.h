@@ -20,6 +20,7 @@ struct store {
   uint32_t deadline_ms;     /* store_options.deadline_ms */
   bool read_only;
   uint64_t changelog_window;
+  const char *origin; /* borrowed from store_options for the open only (format_new) */
   pthread_mutex_t mu; /* the commit lock: guards head, failed, fail_msg */
   store_head head;    /* the sys/head this process last wrote or read */
   bool failed;        /* a write failed or we were fenced: no more commits */

@@ -352,6 +352,33 @@ static void golden_update(void) {
   fclose(f);
 }
 
+/*
+ * sys/format as every store before commit_log_batch_origin (field 4) was
+ * written: the golden vector of that time. It still decodes, with no origin
+ * (a native store), and the new vector is these bytes plus field 4.
+ */
+static void sys_format_without_origin(void **state) {
+  static const char old[] = "4d524e4501080110d08f80800f1a157772697465725f76657273696f6e233020c3a92722";
+  uint8_t b[sizeof old / 2];
+  size_t n = 0;
+  for (const char *p = old; p[0] && p[1]; p += 2) {
+    unsigned x;
+    assert_int_equal(sscanf(p, "%2x", &x), 1);
+    b[n++] = (uint8_t)x;
+  }
+  mr_key k = {.kind = MR_KK_SYS_FORMAT};
+  ProtobufCMessage *m = NULL;
+  mr_error err;
+  assert_int_equal(mr_value_decode(&k, b, n, &m, &err), MR_OK);
+  const Moraine__V1__SysFormat *f = (const Moraine__V1__SysFormat *)m;
+  assert_null(f->commit_log_batch_origin);
+  assert_string_equal(f->writer_version, "writer_version#0 \xc3\xa9'\"");
+  mr_value_free(m);
+  char *now = golden_line(MR_KK_SYS_FORMAT);
+  assert_non_null(strstr(now, old)); /* the old bytes lead the new vector */
+  free(now);
+}
+
 static void golden_vectors(void **state) {
   const char *upd = getenv("MORAINE_GOLDEN_UPDATE");
   if (upd && strcmp(upd, "1") == 0)
@@ -745,6 +772,7 @@ int main(void) {
       cmocka_unit_test(null_empty_zero_roundtrip),
       cmocka_unit_test(minimal_values_roundtrip),
       cmocka_unit_test(golden_vectors),
+      cmocka_unit_test(sys_format_without_origin),
       cmocka_unit_test(framing_rejections),
       cmocka_unit_test(empty_value_kinds),
       cmocka_unit_test(wrong_kind_rejected),
