@@ -55,6 +55,13 @@ static void add(sqlbuf *b, const char *a, const char *x, const char *y, const ch
   }
 }
 
+/* Reads through a view: tries before it counts as moved on for good. */
+enum { VIEW_TRIES = 3 };
+
+static bool same_head(store_head a, store_head b) {
+  return a.snapshot_id == b.snapshot_id && a.batch_count == b.batch_count;
+}
+
 static bool has_name(const catalog *c, const char *name) {
   for (size_t i = 0; i < c->ninline; i++)
     if (strcmp(c->inline_names[i], name) == 0)
@@ -145,10 +152,26 @@ mr_status catalog_reload(catalog *c, store_head *reached, size_t *nrows, mr_erro
            atomic_fetch_add(&scratch_seq, 1));
   char drop[128];
   snprintf(drop, sizeof drop, "DROP SCHEMA IF EXISTS %s CASCADE", scratch.schema);
-  rc = catalog_load(&scratch, nrows, err);
+  mr_error ignored;
+  /* the view catches up once after it opens: load between two equal heads */
+  store_head before = {0}, after = {0};
+  for (int tries = 0; tries < VIEW_TRIES; tries++) {
+    cat_inline_names_free(&scratch);
+    scratch.spec_tables = false;
+    rc = store_read_head(view, &before, err);
+    if (rc == MR_OK)
+      rc = catalog_load(&scratch, nrows, err);
+    if (rc == MR_OK)
+      rc = store_read_head(view, &after, err);
+    if (rc == MR_OK && !same_head(before, after))
+      rc = mr_fail(err, MR_ERR_CONFLICT, "the store moved on during the reload");
+    if (rc != MR_ERR_CONFLICT)
+      break;
+    if (engine_exec(c, drop, &ignored) != MR_OK)
+      break; /* the next load would find the scratch tables: give up this round */
+  }
   if (rc == MR_OK && scratch.spec_tables)
     rc = swap_in(c, &scratch, err);
-  mr_error ignored;
   if (engine_exec(c, drop, &ignored) != MR_OK)
     fprintf(stderr, "moraine: catalog reload: cannot drop the scratch schema %s: %s\n",
             scratch.schema, ignored.msg);
@@ -163,7 +186,7 @@ mr_status catalog_reload(catalog *c, store_head *reached, size_t *nrows, mr_erro
     scratch.ninline = 0;
   }
   if (reached)
-    *reached = store_get_head(view);
+    *reached = after;
   cat_inline_names_free(&scratch);
   if (store_close(view, &ignored) != MR_OK)
     fprintf(stderr, "moraine: catalog reload: closing the view of the store: %s\n", ignored.msg);
@@ -391,11 +414,11 @@ static mr_status apply_key(follow_ctx *f, const mr_key *k, mr_error *err) {
 }
 
 /* Applies the changelog of (from, to] in one engine transaction, reading
- * from rd. live: rd catches up by itself, so its view may move during the
- * reads; sys/head is read again before anything is applied, and a moved
- * head fails MR_ERR_CONFLICT (nothing applied: the reads may mix two
- * states). */
-static mr_status follow_changes(catalog *c, store *rd, bool live, store_head from, store_head to,
+ * from rd, whose view may move during the reads (a following reader, or a
+ * view's one catch-up): sys/head is read again before anything is applied,
+ * and a head other than `to` fails MR_ERR_CONFLICT (nothing applied: the
+ * reads may mix two states). */
+static mr_status follow_changes(catalog *c, store *rd, store_head from, store_head to,
                                 size_t *nrows, mr_error *err) {
   keyset ks = {0};
   follow_ctx f = {.c = c, .st = rd};
@@ -425,8 +448,8 @@ static mr_status follow_changes(catalog *c, store *rd, bool live, store_head fro
   if (rc == MR_OK && (f.del.oom || f.drop.oom))
     rc = mr_fail(err, MR_ERR_NOMEM, "catalog follow: out of memory");
   store_head now;
-  if (rc == MR_OK && live && (rc = store_read_head(rd, &now, err)) == MR_OK &&
-      (now.snapshot_id != to.snapshot_id || now.batch_count != to.batch_count))
+  if (rc == MR_OK && (rc = store_read_head(rd, &now, err)) == MR_OK &&
+      !same_head(now, to))
     rc = mr_fail(err, MR_ERR_CONFLICT, "the store moved on during the catch-up");
   sql_error se;
   memset(&se, 0, sizeof se);
@@ -470,16 +493,24 @@ mr_status catalog_follow(catalog *c, store_head from, store_head to, store_head 
   if (nrows)
     *nrows = 0;
   /* after CATALOG_FOLLOW_LIVE_TRIES catch-ups the writer outran, read
-   * through a view that stays put, so the replica catches up however fast
-   * the writer commits */
+   * through a view, which does not follow the writer, so the replica
+   * catches up however fast the writer commits */
   store *view = NULL, *rd = c->st;
   mr_status rc = MR_OK;
+  int tries = 1;
   if (c->follow_conflicts >= CATALOG_FOLLOW_LIVE_TRIES) {
     if ((rc = store_open_view(c->st, &view, err)) != MR_OK)
       return mr_error_wrap(err, "catalog follow: opening a view of the store");
     rd = view;
-    to = *reached = store_get_head(view);
+    tries = VIEW_TRIES;
   }
+again:
+  if (view && (rc = store_read_head(view, &to, err)) != MR_OK) {
+    mr_error ignored;
+    (void)store_close(view, &ignored);
+    return rc;
+  }
+  *reached = to;
   const char *why = NULL;
   uint64_t commits = to.snapshot_id - from.snapshot_id;
   bool moved = false;
@@ -492,7 +523,11 @@ mr_status catalog_follow(catalog *c, store_head from, store_head to, store_head 
   else if ((rc = maintenance_moved(c, rd, &moved, err)) == MR_OK && moved)
     why = "a maintenance pass removed records";
   if (rc == MR_OK && why == NULL) {
-    rc = follow_changes(c, rd, view == NULL, from, to, nrows, err);
+    rc = follow_changes(c, rd, from, to, nrows, err);
+    if (rc == MR_ERR_CONFLICT && --tries > 0) { /* a view that caught up once: again */
+      mr_error_clear(err);
+      goto again;
+    }
     if (rc == MR_ERR_NOT_FOUND) { /* past the writer's window: expected, not a failure */
       why = "the gap reaches past the writer's changelog window";
       mr_error_clear(err);

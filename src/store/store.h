@@ -138,11 +138,14 @@ void store_set_in_doubt(store *st, const char *why);
 mr_status store_recover(store *st, bool *reload, mr_error *err) MR_MUST_CHECK;
 
 /*
- * A second, read-only handle on st's store whose view stays as of its open
- * (its reader does not catch up by itself for STORE_VIEW_POLL_MS): several
- * scans through it see one state, as a replica's full reload needs while
- * the writer goes on committing. Its SlateDB reader registers a checkpoint
- * in the store's manifest until store_close. *out: store_close.
+ * A second, read-only handle on st's store that does not follow the writer:
+ * its reader catches up once, right after it opens (SlateDB's first poll is
+ * immediate), and then not again for STORE_VIEW_POLL_MS. Several scans
+ * through it between two equal reads of sys/head (store_read_head) see one
+ * state, as a replica's catch-up needs while the writer goes on
+ * committing; a caller that finds the head moved reads again, at most once
+ * more. Its SlateDB reader registers a checkpoint in the store's manifest
+ * until store_close. *out: store_close.
  */
 #define STORE_VIEW_POLL_MS 600000
 mr_status store_open_view(const store *st, store **out, mr_error *err) MR_MUST_CHECK;
