@@ -1,6 +1,7 @@
 /*
  * inspect.c — the read-only toolbox commands:
- *   moraine info STORE [--json]     format, creator, head, head time, maintenance
+ *   moraine info STORE [--json]     format, creator, creation time, head, head time,
+ *                                   maintenance
  *   moraine census STORE [--json]   keys and bytes per subspace and per kind
  * Each opens STORE (a URL, or a folder path for file://) with a read-only
  * SlateDB reader, so a running writer is not disturbed, and prints a table
@@ -21,8 +22,8 @@ static const char inspect_usage[] =
     "       moraine census STORE [--json]\n"
     "  STORE: file://FOLDER (or a folder path), s3://, gs://, az:// URLs as for serve.\n"
     "  The store is opened read-only: a running server is not disturbed.\n"
-    "  info: layout format, the moraine that created it, head snapshot and batch\n"
-    "  count, the head snapshot's time, maintenance passes.\n"
+    "  info: layout format, the moraine that created it and when, head snapshot\n"
+    "  and batch count, the head snapshot's time, maintenance passes.\n"
     "  census: keys and bytes per subspace, and per kind in current and history\n"
     "  (one full scan).\n";
 
@@ -35,16 +36,21 @@ static int info(store *st, bool json) {
     fprintf(stderr, "moraine: info: %s\n", err.msg);
     return 1;
   }
-  char head_time[48] = "", pass_time[48] = "";
+  char head_time[48] = "", pass_time[48] = "", created[48] = "";
+  if (d.has_created_at)
+    tool_iso_time(d.created_at_us, created, sizeof created);
   if (d.has_head_time)
     tool_iso_time(d.head_time_us, head_time, sizeof head_time);
   if (d.maintenance_passes)
     tool_iso_time(d.last_pass_us, pass_time, sizeof pass_time);
   if (json) {
-    printf("{\"format\": %u, \"writer_version\": \"%s\", \"head_snapshot\": %llu, "
+    printf("{\"format\": %u, \"writer_version\": \"%s\", \"created_at\": %s%s%s, "
+           "\"head_snapshot\": %llu, "
            "\"batch_count\": %llu, \"head_time\": %s%s%s, \"maintenance_passes\": %zu, "
            "\"last_maintenance\": %s%s%s, \"objects\": %llu, \"bytes\": %llu}\n",
-           d.format, d.writer_version, (unsigned long long)d.head.snapshot_id,
+           d.format, d.writer_version, d.has_created_at ? "\"" : "",
+           d.has_created_at ? created : "null", d.has_created_at ? "\"" : "",
+           (unsigned long long)d.head.snapshot_id,
            (unsigned long long)d.head.batch_count, d.has_head_time ? "\"" : "",
            d.has_head_time ? head_time : "null", d.has_head_time ? "\"" : "", d.maintenance_passes,
            d.maintenance_passes ? "\"" : "", d.maintenance_passes ? pass_time : "null",
@@ -53,6 +59,7 @@ static int info(store *st, bool json) {
   }
   printf("format             %u (RFC 0002 layout)\n", d.format);
   printf("created by         moraine %s\n", d.writer_version);
+  printf("created at         %s\n", d.has_created_at ? created : "(not recorded: an older store)");
   printf("head snapshot      %llu\n", (unsigned long long)d.head.snapshot_id);
   printf("batches landed     %llu\n", (unsigned long long)d.head.batch_count);
   printf("head snapshot time %s\n", d.has_head_time ? head_time : "(no snapshot record)");

@@ -175,6 +175,8 @@ static mr_status format_new(store *st, mr_error *err) {
   Moraine__V1__SysFormat f = MORAINE__V1__SYS_FORMAT__INIT;
   f.layout_version = STORE_FORMAT_LATEST;
   f.writer_version = (char *)MORAINE_VERSION;
+  f.has_created_at = 1;
+  f.created_at = store_now_us();
   mr_key fk = {.kind = MR_KK_SYS_FORMAT};
   rc = batch_put_msg(b, &fk, &f.base, err);
   if (!rc)
@@ -453,6 +455,8 @@ mr_status store_describe(store *st, const char *skip_top, store_description *out
   out->format = f->layout_version;
   snprintf(out->writer_version, sizeof out->writer_version, "%s",
            f->writer_version ? f->writer_version : "?");
+  out->has_created_at = f->has_created_at;
+  out->created_at_us = f->created_at;
   mr_value_free(m);
   mr_key sk = {.kind = MR_KK_SNAPSHOT, .c = {out->head.snapshot_id}};
   rc = store_get_msg(st, &sk, &m, err);

@@ -309,6 +309,9 @@ typedef struct store_census {
 typedef struct store_description {
   unsigned format;              /* sys/format layout_version */
   char writer_version[64];      /* the moraine that created the store */
+  bool has_created_at;          /* sys/format records the creation time
+                                   (stores created before it did not) */
+  int64_t created_at_us;        /* when the store was created */
   store_head head;              /* sys/head */
   bool has_head_time;           /* the head snapshot's record is there */
   int64_t head_time_us;         /* its snapshot_time */
