@@ -19,5 +19,7 @@ int cli_show(int argc, char **argv);
 int cli_watch(int argc, char **argv);
 /* `moraine export` (export.c). */
 int cli_export(int argc, char **argv);
+/* `moraine migrate` (migrate.c). */
+int cli_migrate(int argc, char **argv);
 
 #endif

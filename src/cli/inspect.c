@@ -22,8 +22,9 @@ static const char inspect_usage[] =
     "       moraine census STORE [--json]\n"
     "  STORE: file://FOLDER (or a folder path), s3://, gs://, az:// URLs as for serve.\n"
     "  The store is opened read-only: a running server is not disturbed.\n"
-    "  info: layout format, the moraine that created it and when, head snapshot\n"
-    "  and batch count, the head snapshot's time, maintenance passes.\n"
+    "  info: layout format, the moraine that created it and when, an interrupted\n"
+    "  migration, head snapshot and batch count, the head snapshot's time,\n"
+    "  maintenance passes.\n"
     "  census: keys and bytes per subspace, and per kind in current and history\n"
     "  (one full scan).\n";
 
@@ -44,12 +45,16 @@ static int info(store *st, bool json) {
   if (d.maintenance_passes)
     tool_iso_time(d.last_pass_us, pass_time, sizeof pass_time);
   if (json) {
+    char migration[96] = "null";
+    if (d.has_migration)
+      snprintf(migration, sizeof migration, "{\"from_format\": %u, \"to_format\": %u}", d.migration_from,
+               d.migration_to);
     printf("{\"format\": %u, \"writer_version\": \"%s\", \"created_at\": %s%s%s, "
-           "\"head_snapshot\": %llu, "
+           "\"migration\": %s, \"head_snapshot\": %llu, "
            "\"batch_count\": %llu, \"head_time\": %s%s%s, \"maintenance_passes\": %zu, "
            "\"last_maintenance\": %s%s%s, \"objects\": %llu, \"bytes\": %llu}\n",
            d.format, d.writer_version, d.has_created_at ? "\"" : "",
-           d.has_created_at ? created : "null", d.has_created_at ? "\"" : "",
+           d.has_created_at ? created : "null", d.has_created_at ? "\"" : "", migration,
            (unsigned long long)d.head.snapshot_id,
            (unsigned long long)d.head.batch_count, d.has_head_time ? "\"" : "",
            d.has_head_time ? head_time : "null", d.has_head_time ? "\"" : "", d.maintenance_passes,
@@ -60,6 +65,12 @@ static int info(store *st, bool json) {
   printf("format             %u (RFC 0002 layout)\n", d.format);
   printf("created by         moraine %s\n", d.writer_version);
   printf("created at         %s\n", d.has_created_at ? created : "(not recorded: an older store)");
+  if (d.has_migration)
+    printf("migration          layout %u -> %u interrupted: run moraine migrate to finish it\n",
+           d.migration_from, d.migration_to);
+  else if (d.format < STORE_FORMAT_OLDEST)
+    printf("migration          needed: layout %u is older than this build serves (run moraine migrate)\n",
+           d.format);
   printf("head snapshot      %llu\n", (unsigned long long)d.head.snapshot_id);
   printf("batches landed     %llu\n", (unsigned long long)d.head.batch_count);
   printf("head snapshot time %s\n", d.has_head_time ? head_time : "(no snapshot record)");
@@ -145,7 +156,9 @@ int cli_inspect(const char *cmd, int argc, char **argv) {
     fprintf(stderr, "moraine: %s: which store? (see moraine %s --help)\n", cmd, cmd);
     return 2;
   }
-  store *st = tool_open(cmd, where, false);
+  /* info describes a store whatever its format or migration state;
+   * census only counts keys */
+  store *st = tool_open(cmd, where, true);
   if (st == NULL)
     return TOOL_EXIT_FAILED;
   int status = strcmp(cmd, "info") == 0 ? info(st, json) : census(st, json);

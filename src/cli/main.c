@@ -41,6 +41,8 @@ static const char usage[] =
     "        follow the writer: each commit as a JSON line, until SIGINT/SIGTERM\n"
     "  export STORE [--at SNAPSHOT] FILE\n"
     "        write the catalog into a new DuckDB file that stock DuckLake attaches\n"
+    "  migrate STORE [--json] [--step-records N]\n"
+    "        bring an older layout up to this build's, in resumable steps\n"
     "  user add NAME --role read|write --users-file FILE\n"
     "        add or change a user of --users-file (password asked, never stored)\n"
     "  admission-table\n"
@@ -88,6 +90,8 @@ int main(int argc, char **argv) {
     return cli_watch(argc - 1, argv + 1);
   if (strcmp(cmd, "export") == 0)
     return cli_export(argc - 1, argv + 1);
+  if (strcmp(cmd, "migrate") == 0)
+    return cli_migrate(argc - 1, argv + 1);
   fprintf(stderr, "moraine: unknown command '%s' (see moraine --help)\n", cmd);
   return 2;
 }
