@@ -43,6 +43,8 @@ static const char usage[] =
     "        write the catalog into a new DuckDB file that stock DuckLake attaches\n"
     "  migrate STORE [--json] [--step-records N]\n"
     "        bring an older layout up to this build's, in resumable steps\n"
+    "  branch STORE --at SNAPSHOT NEW_STORE [--json]\n"
+    "        a zero-copy branch of the catalog at a snapshot, serving on its own\n"
     "  user add NAME --role read|write --users-file FILE\n"
     "        add or change a user of --users-file (password asked, never stored)\n"
     "  admission-table\n"
@@ -92,6 +94,8 @@ int main(int argc, char **argv) {
     return cli_export(argc - 1, argv + 1);
   if (strcmp(cmd, "migrate") == 0)
     return cli_migrate(argc - 1, argv + 1);
+  if (strcmp(cmd, "branch") == 0)
+    return cli_branch(argc - 1, argv + 1);
   fprintf(stderr, "moraine: unknown command '%s' (see moraine --help)\n", cmd);
   return 2;
 }

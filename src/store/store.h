@@ -480,4 +480,24 @@ typedef struct store_migrate_result {
 mr_status store_migrate(store *st, size_t step_records, store_migrate_fn progress, void *ctx,
                         store_migrate_result *out, mr_error *err) MR_MUST_CHECK;
 
+/* ---- branches (branch.c) ---------------------------------------------- */
+
+typedef struct store_cut_result {
+  uint64_t head_before;      /* the head snapshot the store had */
+  uint64_t keys_walked;
+  uint64_t records_removed;  /* snapshot, changelog, version, row ... records */
+  uint64_t records_restored; /* versions and inlined rows live again */
+} store_cut_result;
+
+/*
+ * Cuts st (a writer; a fresh branch, kv_clone) back to the catalog as it
+ * was at snapshot `at` (<= the head, its snapshot record still there), in
+ * one batch: later snapshots and what they began go, what they ended is
+ * current again, directories follow, sys/head becomes {at, batch + 1}
+ * (branch.c says exactly what happens to each kind). Statistics of what
+ * remains are the current ones; changelog records older than the source's
+ * window are not made up.
+ */
+mr_status store_cut_back(store *st, uint64_t at, store_cut_result *out, mr_error *err) MR_MUST_CHECK;
+
 #endif /* MR_STORE_H */

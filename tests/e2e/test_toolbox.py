@@ -729,7 +729,7 @@ def test_every_store_command_is_documented():
     readme = (root / "README.md").read_text()
     section = readme[readme.index("## The command line"):]
     section = section[:section.index("\n## ", 1)]
-    for cmd in ["info", "census", "verify", "snapshots", "show", "watch", "export", "migrate"]:
+    for cmd in ["info", "census", "verify", "snapshots", "show", "watch", "export", "migrate", "branch"]:
         assert f"  {cmd} STORE" in usage, cmd
         assert f"| `moraine {cmd} STORE" in cli_md, cmd
         assert f"moraine {cmd} STORE" in section, cmd
