@@ -21,6 +21,8 @@
  *   - the name and delete_target directories are rebuilt from the current
  *     records that remain (every old entry deleted, every implied entry
  *     put after the walk, so the puts win);
+ *   - sys/format records the branch's own creation time (created_at = now;
+ *     every other field kept);
  *   - sys/head becomes {AT, batch_count + 1} (store_write_batch).
  * One batch, so a crash leaves the whole cut or none of it.
  */
@@ -345,6 +347,22 @@ static mr_status walk(cutter *c, mr_error *err) {
   return rc;
 }
 
+/* Adds to c->b sys/format with created_at = now (the branch is a store
+ * made now), every other field as it is (the commit-log origin included). */
+static mr_status stamp_creation(cutter *c, mr_error *err) {
+  mr_key fk = {.kind = MR_KK_SYS_FORMAT};
+  ProtobufCMessage *m = NULL;
+  mr_status rc = store_get_msg(c->st, &fk, &m, err);
+  if (rc)
+    return mr_error_wrap(err, "reading sys/format");
+  Moraine__V1__SysFormat *f = (Moraine__V1__SysFormat *)m;
+  f->has_created_at = 1;
+  f->created_at = store_now_us();
+  rc = put_msg(c, &fk, m, err);
+  mr_value_free(m);
+  return rc;
+}
+
 mr_status store_cut_back(store *st, uint64_t at, store_cut_result *out, mr_error *err) {
   memset(out, 0, sizeof *out);
   if (st->read_only)
@@ -373,6 +391,8 @@ mr_status store_cut_back(store *st, uint64_t at, store_cut_result *out, mr_error
     rc = walk(&c, err);
   for (size_t i = 0; !rc && i < c.entries.n; i++)
     rc = kv_batch_put(c.b, c.entries.k[i].b, c.entries.k[i].len, NULL, 0, err);
+  if (!rc)
+    rc = stamp_creation(&c, err);
   if (!rc)
     rc = store_write_batch(st, c.b, &head, at, NULL, err);
   kv_batch_free(c.b);

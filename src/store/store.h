@@ -493,7 +493,8 @@ typedef struct store_cut_result {
  * Cuts st (a writer; a fresh branch, kv_clone) back to the catalog as it
  * was at snapshot `at` (<= the head, its snapshot record still there), in
  * one batch: later snapshots and what they began go, what they ended is
- * current again, directories follow, sys/head becomes {at, batch + 1}
+ * current again, directories follow, sys/format's created_at becomes now
+ * (a branch is a store made now), sys/head becomes {at, batch + 1}
  * (branch.c says exactly what happens to each kind). Statistics of what
  * remains are the current ones; changelog records older than the source's
  * window are not made up.

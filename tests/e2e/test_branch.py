@@ -80,7 +80,8 @@ def test_branch_serves_the_snapshot_and_diverges(tmp_path):
         r = tool("verify", str(branch))
         assert r.returncode == 0, r.stdout + r.stderr
         r = tool("info", str(branch), "--json")
-        assert json.loads(r.stdout)["head_snapshot"] == at
+        binfo, sinfo = json.loads(r.stdout), json.loads(tool("info", str(source), "--json").stdout)
+        assert binfo["head_snapshot"] == at and binfo["created_at"] > sinfo["created_at"]
 
         b = Server("--store", f"file://{branch}")
         bduck = connect()
