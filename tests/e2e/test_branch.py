@@ -69,11 +69,15 @@ def test_branch_serves_the_snapshot_and_diverges(tmp_path):
         source_now = {rel: rows(duck, f"lake.{rel}") for rel in ["main.renamed", "s2.small", "main.later"]}
 
         # branch while the source's server keeps serving it
+        before = json.loads(tool("info", str(source), "--json").stdout)
         r = tool("branch", str(source), "--at", str(at), str(branch), "--json")
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
         assert out["at"] == at and out["source_head"] == head and out["records_removed"] > 0
         assert out["records_restored"] > 0   # the renamed table, the deleted inlined row, the dropped table
+        after = json.loads(tool("info", str(source), "--json").stdout)
+        assert (after["head_snapshot"], after["batch_count"]) == (before["head_snapshot"], before["batch_count"])
+        assert tool("verify", str(source)).returncode == 0
         duck.execute("INSERT INTO lake.s2.small VALUES (10)")  # the source's writer was not disturbed
         source_now["s2.small"] = rows(duck, "lake.s2.small")
 
