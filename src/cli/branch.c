@@ -62,7 +62,9 @@ int cli_branch(int argc, char **argv) {
     }
   }
   if (from == NULL || to == NULL || !have_at) {
-    fprintf(stderr, "moraine: branch: needs STORE, --at SNAPSHOT and NEW_STORE (see moraine branch --help)\n");
+    fprintf(
+        stderr,
+        "moraine: branch: needs STORE, --at SNAPSHOT and NEW_STORE (see moraine branch --help)\n");
     return TOOL_EXIT_USAGE;
   }
   char src[4096], dst[4096];
@@ -87,8 +89,8 @@ int cli_branch(int argc, char **argv) {
       fprintf(stderr, "moraine: branch: snapshot %llu is after the head snapshot %llu of %s\n",
               (unsigned long long)at, (unsigned long long)head.snapshot_id, src);
     else if (rc == MR_ERR_NOT_FOUND)
-      fprintf(stderr, "moraine: branch: snapshot %llu is not in %s (expired?)\n", (unsigned long long)at,
-              src);
+      fprintf(stderr, "moraine: branch: snapshot %llu is not in %s (expired?)\n",
+              (unsigned long long)at, src);
     else
       fprintf(stderr, "moraine: branch: %s\n", err.msg);
     return TOOL_EXIT_FAILED;
@@ -114,8 +116,8 @@ int cli_branch(int argc, char **argv) {
   }
   if (rc != MR_OK) {
     fprintf(stderr,
-            "moraine: branch: %s holds an uncut copy of %s (remove it before trying again): %s\n", dst,
-            src, err.msg);
+            "moraine: branch: %s holds an uncut copy of %s (remove it before trying again): %s\n",
+            dst, src, err.msg);
     return TOOL_EXIT_FAILED;
   }
   if (json) {

@@ -119,8 +119,10 @@ int cli_migrate(int argc, char **argv) {
   if (status != TOOL_EXIT_OK)
     return status;
   if (d.format > STORE_FORMAT_LATEST) {
-    fprintf(stderr, "moraine: migrate: the store is layout %u, newer than this build (%d); upgrade moraine\n",
-            d.format, STORE_FORMAT_LATEST);
+    fprintf(
+        stderr,
+        "moraine: migrate: the store is layout %u, newer than this build (%d); upgrade moraine\n",
+        d.format, STORE_FORMAT_LATEST);
     return TOOL_EXIT_FAILED;
   }
   if (d.format == STORE_FORMAT_LATEST && !d.has_migration) {

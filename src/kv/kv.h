@@ -199,7 +199,8 @@ mr_status kv_list_folders(const char *url, char **names, mr_error *err) MR_MUST_
  * it goes on. deadline_ms 0: none. The store at dst is then opened with
  * kv_open like any other.
  */
-mr_status kv_clone(const char *src, const char *dst, uint32_t deadline_ms, mr_error *err) MR_MUST_CHECK;
+mr_status kv_clone(const char *src, const char *dst, uint32_t deadline_ms,
+                   mr_error *err) MR_MUST_CHECK;
 
 mr_status kv_close(kv_db *db, mr_error *err);
 

@@ -69,8 +69,8 @@ typedef struct key_list {
 typedef struct cutter {
   store *st;
   uint64_t at;
-  uint64_t schema_version;   /* snapshot AT's */
-  pair_set tables, files;    /* that exist at AT (some version began by then) */
+  uint64_t schema_version; /* snapshot AT's */
+  pair_set tables, files;  /* that exist at AT (some version began by then) */
   kv_batch *b;
   key_list entries;
   store_cut_result *out;
@@ -186,8 +186,8 @@ static void clear_end(ProtobufCMessage *m) {
 }
 
 /* A versioned record, current or history. */
-static mr_status cut_versioned(cutter *c, const void *kp, size_t kl, const mr_key *k, ProtobufCMessage *m,
-                               mr_error *err) {
+static mr_status cut_versioned(cutter *c, const void *kp, size_t kl, const mr_key *k,
+                               ProtobufCMessage *m, mr_error *err) {
   uint64_t begin = 0;
   if (!store_msg_u64(m, "begin_snapshot", &begin))
     return mr_fail(err, MR_ERR_CORRUPTION, "cut back: a versioned record without begin_snapshot");
@@ -244,8 +244,8 @@ static mr_status cut_tag(cutter *c, const void *kp, size_t kl, const mr_key *k, 
 }
 
 /* One key of the walk. */
-static mr_status cut_key(cutter *c, const void *kp, size_t kl, const mr_key *k, const void *vp, size_t vl,
-                         mr_error *err) {
+static mr_status cut_key(cutter *c, const void *kp, size_t kl, const mr_key *k, const void *vp,
+                         size_t vl, mr_error *err) {
   const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
   switch (ki->subspace) {
   case MR_SS_SYSTEM:
@@ -376,12 +376,15 @@ mr_status store_cut_back(store *st, uint64_t at, store_cut_result *out, mr_error
   ProtobufCMessage *snap = NULL;
   mr_status rc = store_get_msg(st, &sk, &snap, err);
   if (rc == MR_ERR_NOT_FOUND)
-    return mr_fail(err, MR_ERR_NOT_FOUND, "snapshot %llu is not in the store (never made, or expired)",
+    return mr_fail(err, MR_ERR_NOT_FOUND,
+                   "snapshot %llu is not in the store (never made, or expired)",
                    (unsigned long long)at);
   if (rc)
     return mr_error_wrap(err, "reading snapshot %llu", (unsigned long long)at);
   const Moraine__V1__Snapshot *s = (const Moraine__V1__Snapshot *)snap;
-  cutter c = {.st = st, .at = at, .out = out,
+  cutter c = {.st = st,
+              .at = at,
+              .out = out,
               .schema_version = s->has_schema_version ? (uint64_t)s->schema_version : 0};
   mr_value_free(snap);
   rc = find_existing(&c, err);

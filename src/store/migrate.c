@@ -32,9 +32,9 @@
 /* One hop of the chain. */
 typedef struct hop {
   unsigned from, to;
-  const char *what;            /* the directory it builds */
-  mr_subspace directory;       /* where the entries go */
-  mr_key_kind kinds[2];        /* the current kinds implying them, key order */
+  const char *what;      /* the directory it builds */
+  mr_subspace directory; /* where the entries go */
+  mr_key_kind kinds[2];  /* the current kinds implying them, key order */
   size_t nkinds;
 } hop;
 
@@ -111,10 +111,11 @@ static mr_status expect_empty(store *st, const hop *h, mr_error *err) {
   }
   if (rc)
     return rc;
-  return mr_fail(err, MR_ERR_INVALID,
-                 "sys/format is layout %u, yet the %s subspace already holds keys (layout %u has no %s); "
-                 "the store is not what its format says, refusing to migrate it",
-                 h->from, mr_subspace_text(h->directory), h->from, h->what);
+  return mr_fail(
+      err, MR_ERR_INVALID,
+      "sys/format is layout %u, yet the %s subspace already holds keys (layout %u has no %s); "
+      "the store is not what its format says, refusing to migrate it",
+      h->from, mr_subspace_text(h->directory), h->from, h->what);
 }
 
 /* Adds to b the put of sys/migration {h->from, h->to, cursor}. */
@@ -175,7 +176,8 @@ static int bytes_cmp(const mr_keybuf *a, const mr_keybuf *b) {
 }
 
 /* Adds to b the directory entry current record (k, value bytes) implies. */
-static mr_status add_entry(run *r, kv_batch *b, const mr_key *k, const void *vp, size_t vl, mr_error *err) {
+static mr_status add_entry(run *r, kv_batch *b, const mr_key *k, const void *vp, size_t vl,
+                           mr_error *err) {
   ProtobufCMessage *m = NULL;
   mr_status rc = mr_value_decode(k, vp, vl, &m, err);
   if (rc)
@@ -204,7 +206,8 @@ static mr_status add_entry(run *r, kv_batch *b, const mr_key *k, const void *vp,
  * *cursor (all of them when cursor->len is 0), adding their entries to b;
  * *cursor becomes the last key read, *done tells whether none is left.
  */
-static mr_status fill_step(run *r, const hop *h, kv_batch *b, mr_keybuf *cursor, bool *done, mr_error *err) {
+static mr_status fill_step(run *r, const hop *h, kv_batch *b, mr_keybuf *cursor, bool *done,
+                           mr_error *err) {
   size_t taken = 0;
   *done = false;
   for (size_t i = 0; i < h->nkinds; i++) {
@@ -215,7 +218,8 @@ static mr_status fill_step(run *r, const hop *h, kv_batch *b, mr_keybuf *cursor,
     mr_keybuf start = kr.start;
     if (cursor->len > 0) {
       if (cursor->len + 1 > sizeof start.b)
-        return mr_fail(err, MR_ERR_CORRUPTION, "sys/migration cursor too long (%zu bytes)", cursor->len);
+        return mr_fail(err, MR_ERR_CORRUPTION, "sys/migration cursor too long (%zu bytes)",
+                       cursor->len);
       /* the least key after the cursor: the cursor with a 0x00 appended */
       mr_keybuf after = *cursor;
       after.b[after.len++] = 0;
@@ -301,8 +305,11 @@ mr_status store_migrate(store *st, size_t step_records, store_migrate_fn progres
   memset(out, 0, sizeof *out);
   if (st->read_only)
     return mr_fail(err, MR_ERR_INVALID, "store_migrate: the store is open read-only");
-  run r = {.st = st, .step_records = step_records ? step_records : 1000, .progress = progress,
-           .pctx = ctx, .out = out};
+  run r = {.st = st,
+           .step_records = step_records ? step_records : 1000,
+           .progress = progress,
+           .pctx = ctx,
+           .out = out};
   Moraine__V1__SysFormat *f = NULL;
   mr_status rc = read_format(st, &f, err);
   if (rc)
@@ -314,7 +321,8 @@ mr_status store_migrate(store *st, size_t step_records, store_migrate_fn progres
     return mr_fail(err, MR_ERR_INVALID,
                    "sys/format is layout %u, newer than this build (it migrates %d..%d to %d); "
                    "upgrade moraine",
-                   format, STORE_FORMAT_MIGRATE_OLDEST, STORE_FORMAT_LATEST - 1, STORE_FORMAT_LATEST);
+                   format, STORE_FORMAT_MIGRATE_OLDEST, STORE_FORMAT_LATEST - 1,
+                   STORE_FORMAT_LATEST);
   Moraine__V1__SysMigration *mg = NULL;
   rc = read_marker(st, &mg, err);
   if (rc)
@@ -341,8 +349,8 @@ mr_status store_migrate(store *st, size_t step_records, store_migrate_fn progres
     return MR_OK; /* nothing to do */
   if (format < STORE_FORMAT_MIGRATE_OLDEST || hop_from(format) == NULL)
     return mr_fail(err, MR_ERR_INVALID,
-                   "sys/format is layout %u; this build migrates layouts %d..%d only",
-                   format, STORE_FORMAT_MIGRATE_OLDEST, STORE_FORMAT_LATEST - 1);
+                   "sys/format is layout %u; this build migrates layouts %d..%d only", format,
+                   STORE_FORMAT_MIGRATE_OLDEST, STORE_FORMAT_LATEST - 1);
   while (format < STORE_FORMAT_LATEST && !out->stopped) {
     const hop *h = hop_from(format);
     if (h == NULL)

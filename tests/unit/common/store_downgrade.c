@@ -9,7 +9,8 @@
 #include "value/value.h"
 
 /* Adds to b a delete of every key of subspace ss. */
-static mr_status delete_subspace(kv_db *db, kv_batch *b, mr_subspace ss, size_t *removed, mr_error *err) {
+static mr_status delete_subspace(kv_db *db, kv_batch *b, mr_subspace ss, size_t *removed,
+                                 mr_error *err) {
   mr_key_range r;
   mr_status rc = mr_key_range_subspace(ss, &r, err);
   if (rc)

@@ -16,6 +16,7 @@
 
 /* Downgrades the store open as db (a kv writer) to layout `format` (9, 10
  * or 11), in one batch. *removed (may be NULL) counts the keys deleted. */
-mr_status test_store_downgrade(kv_db *db, unsigned format, size_t *removed, mr_error *err) MR_MUST_CHECK;
+mr_status test_store_downgrade(kv_db *db, unsigned format, size_t *removed,
+                               mr_error *err) MR_MUST_CHECK;
 
 #endif

@@ -147,7 +147,6 @@ static void ok(mr_status rc, const mr_error *e) {
   }
 }
 
-
 typedef struct builder {
   store *st;
   store_commit *c;
@@ -266,7 +265,8 @@ void st_build_catalog(const char *url) {
     }
     if (i % 4 == 1) { /* a newer delete file replaces the first */
       begin(&b);
-      Moraine__V1__DeleteFile was = delete_file(tid, d0, f0, 1 + i), is = delete_file(tid, d0 + 1, f0, b.snap);
+      Moraine__V1__DeleteFile was = delete_file(tid, d0, f0, 1 + i),
+                              is = delete_file(tid, d0 + 1, f0, b.snap);
       was.has_end_snapshot = 1;
       was.end_snapshot = (int64_t)b.snap;
       end(&b, MR_KK_DELFILE, tid, d0, &was.base);
@@ -282,4 +282,3 @@ void st_build_catalog(const char *url) {
   commit(&b);
   ok(store_close(b.st, &e), &e);
 }
-

@@ -30,7 +30,8 @@ static void must(mr_status rc, const mr_error *e) {
 
 /* A visitor collecting records as the current catalog holds them: history
  * keys and end_snapshot dropped (a version live at the snapshot). */
-static mr_status collect_live(void *ctx, const mr_key *k, const ProtobufCMessage *v, mr_error *err) {
+static mr_status collect_live(void *ctx, const mr_key *k, const ProtobufCMessage *v,
+                              mr_error *err) {
   uint8_t *b = NULL;
   size_t n = 0;
   mr_status rc = mr_value_encode(k->kind, v, &b, &n, err);

@@ -200,7 +200,8 @@ static void expect_clean(const char *url) {
 
 /* A store built natively, its keys and values read into *want, then
  * downgraded to `format`. */
-static void native_then_old(const char *name, unsigned format, char *url, size_t cap, raw_list *want) {
+static void native_then_old(const char *name, unsigned format, char *url, size_t cap,
+                            raw_list *want) {
   st_url(name, url, cap);
   st_build_catalog(url);
   read_all(url, want);
@@ -495,8 +496,10 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_each_format),       cmocka_unit_test(test_steps_stop_resume),
-      cmocka_unit_test(test_crash_before_every_batch), cmocka_unit_test(test_origin_survives),
+      cmocka_unit_test(test_each_format),
+      cmocka_unit_test(test_steps_stop_resume),
+      cmocka_unit_test(test_crash_before_every_batch),
+      cmocka_unit_test(test_origin_survives),
       cmocka_unit_test(test_refusals),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

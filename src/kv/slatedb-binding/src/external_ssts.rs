@@ -27,7 +27,10 @@ use object_store::{
 /// latest manifest (empty for a store that is no clone). Paths are built as
 /// SlateDB's PathResolver builds them: ROOT/compacted/ULID.sst and
 /// ROOT/wal/{id:020}.sst.
-pub async fn borrowed(store: &Arc<dyn ObjectStore>, root: &Path) -> Result<HashMap<Path, Path>, String> {
+pub async fn borrowed(
+    store: &Arc<dyn ObjectStore>,
+    root: &Path,
+) -> Result<HashMap<Path, Path>, String> {
     let admin = slatedb::admin::AdminBuilder::new(root.clone(), store.clone()).build();
     let manifest = admin
         .read_manifest(None)
@@ -92,7 +95,12 @@ impl fmt::Display for ExternalSsts {
 
 #[async_trait]
 impl ObjectStore for ExternalSsts {
-    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
         self.inner.put_opts(location, payload, opts).await
     }
 
@@ -123,7 +131,11 @@ impl ObjectStore for ExternalSsts {
         self.inner.list(prefix)
     }
 
-    fn list_with_offset(&self, prefix: Option<&Path>, offset: &Path) -> BoxStream<'static, Result<ObjectMeta>> {
+    fn list_with_offset(
+        &self,
+        prefix: Option<&Path>,
+        offset: &Path,
+    ) -> BoxStream<'static, Result<ObjectMeta>> {
         self.inner.list_with_offset(prefix, offset)
     }
 
