@@ -7,6 +7,7 @@ branch and source take commits each and neither sees the other's. The
 source's head and `verify` are unchanged by the branching.
 """
 import json
+import shutil
 import subprocess
 
 import pytest
@@ -143,6 +144,13 @@ def test_branch_refusals(tmp_path):
     r = tool("branch", str(store), "--at", "0", str(tmp_path / "b"))
     assert r.returncode == 1 and "already holds a store" in r.stderr, r.stderr
     assert tool("verify", str(tmp_path / "b")).returncode == 0
+    # a folder whose path has a character object paths escape serves and
+    # verifies as ever, but is not branched
+    odd = tmp_path / "odd ~#%"
+    shutil.copytree(store, odd)
+    assert tool("verify", str(odd)).returncode == 0
+    r = tool("branch", str(odd), "--at", "0", str(tmp_path / "c"))
+    assert r.returncode == 1 and "cannot be branched" in r.stderr, r.stderr
 
 
 def test_branch_on_s3(tmp_path):

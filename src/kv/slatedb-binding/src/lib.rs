@@ -319,24 +319,38 @@ fn resolve_store(url: &str, deadline: Option<Duration>) -> Res<Resolved> {
                 format!("cannot create {}: {e}", dir.display()),
             )
         })?;
-        // Every folder store lives in one object store rooted at "/", the
+        // A folder store lives in one object store rooted at "/", the
         // folder being its path in it (as a prefix is in a bucket): a clone
         // (sdb_clone) names its source's objects by that path, so a branch
         // finds them again whichever folder it is opened from. On disk
-        // nothing changes: the objects are the same files.
+        // nothing changes: the objects are the same files. SlateDB prints
+        // and reparses its paths, which escapes again what object_store's
+        // Path escaped once ('%', '#', '~', ...): a folder whose path has
+        // such a character is its own root instead (path ""), as before
+        // branches existed, and cannot be branched.
         let dir = std::fs::canonicalize(&dir).map_err(|e| {
             fail(
                 SDB_UNAVAILABLE,
                 format!("cannot open {}: {e}", dir.display()),
             )
         })?;
-        let path = Path::from_absolute_path(&dir)
-            .map_err(|e| invalid(format!("cannot use {} as a store folder: {e}", dir.display())))?;
+        let shared = Path::from_absolute_path(&dir).ok().filter(|p| {
+            format!("/{p}") == dir.to_string_lossy() && Path::from(p.as_ref()) == *p
+        });
+        let (root, path) = match shared {
+            Some(path) => (std::path::PathBuf::from("/"), path),
+            None => (dir.clone(), Path::from("")),
+        };
         // with_fsync: files and their parent directories are synced on every
         // write path, so an acknowledged write survives power loss
         // (object_store >= 0.14.2; standalone deletes are not synced).
-        let fs = LocalFileSystem::new_with_prefix("/")
-            .map_err(|e| fail(SDB_UNAVAILABLE, format!("cannot open the file system root: {e}")))?
+        let fs = LocalFileSystem::new_with_prefix(&root)
+            .map_err(|e| {
+                fail(
+                    SDB_UNAVAILABLE,
+                    format!("cannot open {}: {e}", root.display()),
+                )
+            })?
             .with_fsync(true);
         return Ok(Resolved {
             store: Arc::new(local_update::LocalUpdateStore::new(fs)),
@@ -935,6 +949,11 @@ pub unsafe extern "C" fn sdb_clone(
         let deadline = (deadline_ms > 0).then(|| Duration::from_millis(deadline_ms as u64));
         let source = resolve_store(src_url, deadline)?;
         let target = resolve_store(dst_url, deadline)?;
+        if a == "file://" && (source.path.as_ref().is_empty() || target.path.as_ref().is_empty()) {
+            return Err(invalid(format!(
+                "cannot branch {src_url} into {dst_url}: a folder whose path holds a character such as '%', '#' or '~' cannot be branched"
+            )));
+        }
         if source.path == target.path {
             return Err(invalid(format!("cannot branch {src_url} into itself")));
         }
