@@ -324,10 +324,11 @@ fn resolve_store(url: &str, deadline: Option<Duration>) -> Res<Resolved> {
         // (sdb_clone) names its source's objects by that path, so a branch
         // finds them again whichever folder it is opened from. On disk
         // nothing changes: the objects are the same files. SlateDB prints
-        // and reparses its paths, which escapes again what object_store's
-        // Path escaped once ('%', '#', '~', ...): a folder whose path has
-        // such a character is its own root instead (path ""), as before
-        // branches existed, and cannot be branched.
+        // its paths and parses them again, which escapes characters an
+        // absolute path keeps as they are ('~', '#', '%', ...): a folder
+        // whose path does not survive that round trip is its own root
+        // instead (path ""), as before branches existed, and cannot be
+        // branched.
         let dir = std::fs::canonicalize(&dir).map_err(|e| {
             fail(
                 SDB_UNAVAILABLE,
