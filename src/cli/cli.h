@@ -21,5 +21,9 @@ int cli_watch(int argc, char **argv);
 int cli_import(int argc, char **argv);
 /* `moraine export` (export.c). */
 int cli_export(int argc, char **argv);
+/* `moraine migrate` (migrate.c). */
+int cli_migrate(int argc, char **argv);
+/* `moraine branch` (branch.c). */
+int cli_branch(int argc, char **argv);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * inspect.c — the read-only toolbox commands:
- *   moraine info STORE [--json]     format, creator, head, head time, maintenance
+ *   moraine info STORE [--json]     format, creator, creation time, head, head time,
+ *                                   maintenance
  *   moraine census STORE [--json]   keys and bytes per subspace and per kind
  * Each opens STORE (a URL, or a folder path for file://) with a read-only
  * SlateDB reader, so a running writer is not disturbed, and prints a table
@@ -21,9 +22,10 @@ static const char inspect_usage[] =
     "       moraine census STORE [--json]\n"
     "  STORE: file://FOLDER (or a folder path), s3://, gs://, az:// URLs as for serve.\n"
     "  The store is opened read-only: a running server is not disturbed.\n"
-    "  info: layout format, the moraine that created it, the origin of an imported\n"
-    "  catalog (commit_log_batch_origin; null when native), head snapshot and batch\n"
-    "  count, the head snapshot's time, maintenance passes.\n"
+    "  info: layout format, the moraine that created it and when, the origin of an\n"
+    "  imported catalog (commit_log_batch_origin; null when native), an interrupted\n"
+    "  migration, head snapshot and batch count, the head snapshot's time,\n"
+    "  maintenance passes.\n"
     "  census: keys and bytes per subspace, and per kind in current and history\n"
     "  (one full scan).\n";
 
@@ -36,17 +38,26 @@ static int info(store *st, bool json) {
     fprintf(stderr, "moraine: info: %s\n", err.msg);
     return 1;
   }
-  char head_time[48] = "", pass_time[48] = "";
+  char head_time[48] = "", pass_time[48] = "", created[48] = "";
+  if (d.has_created_at)
+    tool_iso_time(d.created_at_us, created, sizeof created);
   if (d.has_head_time)
     tool_iso_time(d.head_time_us, head_time, sizeof head_time);
   if (d.maintenance_passes)
     tool_iso_time(d.last_pass_us, pass_time, sizeof pass_time);
   if (json) {
+    char migration[96] = "null";
+    if (d.has_migration)
+      snprintf(migration, sizeof migration, "{\"from_format\": %u, \"to_format\": %u}", d.migration_from,
+               d.migration_to);
     printf("{\"format\": %u, \"writer_version\": \"%s\", \"origin\": ", d.format, d.writer_version);
     tool_json_str(stdout, d.origin[0] ? d.origin : NULL);
-    printf(", \"head_snapshot\": %llu, "
+    printf(", \"created_at\": %s%s%s, "
+           "\"migration\": %s, \"head_snapshot\": %llu, "
            "\"batch_count\": %llu, \"head_time\": %s%s%s, \"maintenance_passes\": %zu, "
            "\"last_maintenance\": %s%s%s, \"objects\": %llu, \"bytes\": %llu}\n",
+           d.has_created_at ? "\"" : "",
+           d.has_created_at ? created : "null", d.has_created_at ? "\"" : "", migration,
            (unsigned long long)d.head.snapshot_id,
            (unsigned long long)d.head.batch_count, d.has_head_time ? "\"" : "",
            d.has_head_time ? head_time : "null", d.has_head_time ? "\"" : "", d.maintenance_passes,
@@ -58,6 +69,13 @@ static int info(store *st, bool json) {
   printf("created by         moraine %s\n", d.writer_version);
   /* RFC 0002's commit_log_batch_origin: set by moraine import, none when native */
   printf("origin             %s\n", d.origin[0] ? d.origin : "native (no commit_log_batch_origin)");
+  printf("created at         %s\n", d.has_created_at ? created : "(not recorded: an older store)");
+  if (d.has_migration)
+    printf("migration          layout %u -> %u interrupted: run moraine migrate to finish it\n",
+           d.migration_from, d.migration_to);
+  else if (d.format < STORE_FORMAT_OLDEST)
+    printf("migration          needed: layout %u is older than this build serves (run moraine migrate)\n",
+           d.format);
   printf("head snapshot      %llu\n", (unsigned long long)d.head.snapshot_id);
   printf("batches landed     %llu\n", (unsigned long long)d.head.batch_count);
   printf("head snapshot time %s\n", d.has_head_time ? head_time : "(no snapshot record)");
@@ -143,7 +161,9 @@ int cli_inspect(const char *cmd, int argc, char **argv) {
     fprintf(stderr, "moraine: %s: which store? (see moraine %s --help)\n", cmd, cmd);
     return 2;
   }
-  store *st = tool_open(cmd, where, false);
+  /* info describes a store whatever its format or migration state;
+   * census only counts keys */
+  store *st = tool_open(cmd, where, true);
   if (st == NULL)
     return TOOL_EXIT_FAILED;
   int status = strcmp(cmd, "info") == 0 ? info(st, json) : census(st, json);

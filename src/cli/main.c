@@ -43,6 +43,10 @@ static const char usage[] =
     "        adopt a DuckLake catalog (DuckDB file, SQLite, PostgreSQL) into a new store\n"
     "  export STORE [--at SNAPSHOT] FILE\n"
     "        write the catalog into a new DuckDB file that stock DuckLake attaches\n"
+    "  migrate STORE [--json] [--step-records N]\n"
+    "        bring an older layout up to this build's, in resumable steps\n"
+    "  branch STORE --at SNAPSHOT NEW_STORE [--json]\n"
+    "        a zero-copy branch of the catalog at a snapshot, serving on its own\n"
     "  user add NAME --role read|write --users-file FILE\n"
     "        add or change a user of --users-file (password asked, never stored)\n"
     "  admission-table\n"
@@ -92,6 +96,10 @@ int main(int argc, char **argv) {
     return cli_import(argc - 1, argv + 1);
   if (strcmp(cmd, "export") == 0)
     return cli_export(argc - 1, argv + 1);
+  if (strcmp(cmd, "migrate") == 0)
+    return cli_migrate(argc - 1, argv + 1);
+  if (strcmp(cmd, "branch") == 0)
+    return cli_branch(argc - 1, argv + 1);
   fprintf(stderr, "moraine: unknown command '%s' (see moraine --help)\n", cmd);
   return 2;
 }

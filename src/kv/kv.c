@@ -162,6 +162,14 @@ mr_status kv_list_folders(const char *url, char **names, mr_error *err) {
   return MR_OK;
 }
 
+mr_status kv_clone(const char *src, const char *dst, uint32_t deadline_ms, mr_error *err) {
+  char msg[MR_ERROR_MSG_MAX];
+  int rc = sdb_clone(src, dst, deadline_ms, msg, sizeof msg);
+  if (rc != SDB_OK)
+    return mr_fail(err, status_of(rc), "kv_clone %s -> %s: %s", src, dst, msg);
+  return MR_OK;
+}
+
 mr_status kv_close(kv_db *db, mr_error *err) {
   if (db == NULL)
     return MR_OK;

@@ -185,6 +185,23 @@ mr_status kv_list_folders(const char *url, char **names, mr_error *err) MR_MUST_
  * the status — except MR_ERR_INVALID for open children, which leaves db
  * untouched. db may be NULL.
  */
+/*
+ * A zero-copy branch: a new store at dst that starts as the store at src
+ * holds it now (its latest durable state) and then goes its own way.
+ * SlateDB's clone: dst's manifest references src's SSTs, which a
+ * checkpoint in src keeps from its garbage collector for good; only the
+ * WAL is copied (including WAL objects a writer serving src made durable
+ * after its manifest last moved, so every acknowledged commit is there;
+ * readers of dst find the borrowed SSTs through the manifest, see
+ * external_ssts.rs). src and dst must be in one object store (two file://
+ * folders, or two prefixes of one bucket), dst must hold no store, and src
+ * must stay where it is. src is not opened as a writer: a server writing
+ * it goes on. deadline_ms 0: none. The store at dst is then opened with
+ * kv_open like any other.
+ */
+mr_status kv_clone(const char *src, const char *dst, uint32_t deadline_ms,
+                   mr_error *err) MR_MUST_CHECK;
+
 mr_status kv_close(kv_db *db, mr_error *err);
 
 /* 1 if db was opened read-only. */

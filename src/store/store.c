@@ -177,6 +177,8 @@ static mr_status format_new(store *st, mr_error *err) {
   f.writer_version = (char *)MORAINE_VERSION;
   if (st->origin && *st->origin) /* RFC 0002: only a catalog from elsewhere has one */
     f.commit_log_batch_origin = (char *)st->origin; /* protobuf-c strings are not const */
+  f.has_created_at = 1;
+  f.created_at = store_now_us();
   mr_key fk = {.kind = MR_KK_SYS_FORMAT};
   rc = batch_put_msg(b, &fk, &f.base, err);
   if (!rc)
@@ -217,25 +219,33 @@ static mr_status check_format(store *st, const char *url, mr_error *err) {
                    "store_open %s: sys/format is layout %u written by moraine %s, newer than this build "
                    "(moraine %s reads %d..%d); upgrade moraine",
                    url, ver, writer, MORAINE_VERSION, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST);
-  if (ver < STORE_FORMAT_OLDEST)
-    return mr_fail(err, MR_ERR_INVALID,
-                   "store_open %s: sys/format is layout %u written by moraine %s, unknown to this build "
-                   "(reads %d..%d); migrate the store first",
-                   url, ver, writer, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST);
 
+  /* a marker means a migration was interrupted: the format it names is the
+   * older one until its last step lands */
   mr_key mk = {.kind = MR_KK_SYS_MIGRATION};
   rc = store_get_msg(st, &mk, &m, err);
+  if (rc != MR_OK && rc != MR_ERR_NOT_FOUND)
+    return mr_error_wrap(err, "store_open %s: reading sys/migration", url);
   if (rc == MR_OK) {
     const Moraine__V1__SysMigration *mg = (const Moraine__V1__SysMigration *)m;
     rc = mr_fail(err, MR_ERR_INVALID,
-                 "store_open %s: sys/migration marker present (format %u -> %u in progress); "
-                 "finish the migration before serving the store",
-                 url, mg->from_format, mg->to_format);
+                 "store_open %s: sys/format is layout %u and a migration to layout %u was interrupted "
+                 "(sys/migration marker); run `moraine migrate %s` to finish it",
+                 url, ver, mg->to_format, url);
     mr_value_free(m);
     return rc;
   }
-  if (rc != MR_ERR_NOT_FOUND)
-    return mr_error_wrap(err, "store_open %s: reading sys/migration", url);
+  if (ver < STORE_FORMAT_MIGRATE_OLDEST)
+    return mr_fail(err, MR_ERR_INVALID,
+                   "store_open %s: sys/format is layout %u written by moraine %s, unknown to this build "
+                   "(reads %d..%d, migrates %d..%d)",
+                   url, ver, writer, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST, STORE_FORMAT_MIGRATE_OLDEST,
+                   STORE_FORMAT_OLDEST - 1);
+  if (ver < STORE_FORMAT_OLDEST)
+    return mr_fail(err, MR_ERR_INVALID,
+                   "store_open %s: sys/format is layout %u written by moraine %s, older than this build "
+                   "serves (%d..%d); run `moraine migrate %s` to bring it to layout %d",
+                   url, ver, writer, STORE_FORMAT_OLDEST, STORE_FORMAT_LATEST, url, STORE_FORMAT_LATEST);
 
   mr_key hk = {.kind = MR_KK_SYS_HEAD};
   rc = store_get_msg(st, &hk, &m, err);
@@ -243,6 +253,28 @@ static mr_status check_format(store *st, const char *url, mr_error *err) {
     return mr_fail(err, MR_ERR_CORRUPTION, "store_open %s: sys/format present but sys/head missing", url);
   if (rc)
     return mr_error_wrap(err, "store_open %s: reading sys/head", url);
+  const Moraine__V1__SysHead *h = (const Moraine__V1__SysHead *)m;
+  st->head = (store_head){h->snapshot_id, h->batch_count};
+  mr_value_free(m);
+  return MR_OK;
+}
+
+/* A migrating open's head: sys/format and sys/head must both be there
+ * (an empty folder is not made a store). */
+static mr_status read_head_strict(store *st, const char *url, mr_error *err) {
+  mr_key fk = {.kind = MR_KK_SYS_FORMAT}, hk = {.kind = MR_KK_SYS_HEAD};
+  ProtobufCMessage *m = NULL;
+  mr_status rc = store_get_msg(st, &fk, &m, err);
+  mr_value_free(m);
+  m = NULL;
+  if (rc == MR_ERR_NOT_FOUND)
+    return mr_fail(err, MR_ERR_INVALID, "store_open %s: no sys/format; not a moraine store", url);
+  if (rc == MR_OK)
+    rc = store_get_msg(st, &hk, &m, err);
+  if (rc == MR_ERR_NOT_FOUND)
+    return mr_fail(err, MR_ERR_CORRUPTION, "store_open %s: sys/format present but sys/head missing", url);
+  if (rc)
+    return mr_error_wrap(err, "store_open %s", url);
   const Moraine__V1__SysHead *h = (const Moraine__V1__SysHead *)m;
   st->head = (store_head){h->snapshot_id, h->batch_count};
   mr_value_free(m);
@@ -322,7 +354,16 @@ mr_status store_open(const char *url, const store_options *opts, store **out, mr
     mr_error_wrap(err, "store_open %s", url);
     goto fail;
   }
-  if (opts && opts->unchecked) {
+  if (opts && opts->migrating) {
+    /* store_migrate checks the format and the marker itself */
+    if (st->read_only || (opts && opts->unchecked)) {
+      rc = mr_fail(err, MR_ERR_INVALID, "store_open %s: a migrating open must be a checked writer", url);
+      goto fail;
+    }
+    rc = read_head_strict(st, url, err);
+    if (rc)
+      goto fail;
+  } else if (opts && opts->unchecked) {
     if (!st->read_only) {
       rc = mr_fail(err, MR_ERR_INVALID, "store_open %s: an unchecked open must be read-only", url);
       goto fail;
@@ -494,7 +535,20 @@ mr_status store_describe(store *st, const char *skip_top, store_description *out
            f->writer_version ? f->writer_version : "?");
   snprintf(out->origin, sizeof out->origin, "%s",
            f->commit_log_batch_origin ? f->commit_log_batch_origin : "");
+  out->has_created_at = f->has_created_at;
+  out->created_at_us = f->created_at;
   mr_value_free(m);
+  mr_key gk = {.kind = MR_KK_SYS_MIGRATION};
+  rc = store_get_msg(st, &gk, &m, err);
+  if (rc == MR_OK) {
+    const Moraine__V1__SysMigration *mg = (const Moraine__V1__SysMigration *)m;
+    out->has_migration = true;
+    out->migration_from = mg->from_format;
+    out->migration_to = mg->to_format;
+    mr_value_free(m);
+  } else if (rc != MR_ERR_NOT_FOUND) {
+    return mr_error_wrap(err, "reading sys/migration");
+  }
   mr_key sk = {.kind = MR_KK_SNAPSHOT, .c = {out->head.snapshot_id}};
   rc = store_get_msg(st, &sk, &m, err);
   if (rc == MR_OK) {

@@ -15,7 +15,9 @@
  *    name lookup, delete files by target, changelog replay, census, and
  *    verification (store_verify: every key checked against the layout);
  *  - maintenance: snapshot expiry in bounded, resumable batches, recorded in
- *    sys/maintenance_status.
+ *    sys/maintenance_status;
+ *  - migration: older layout formats brought up to this one in bounded,
+ *    resumable steps under a sys/migration marker (migrate.c).
  *
  * Threads: a store may be shared by threads; commits are serialized by an
  * internal commit lock, reads need no lock. One process writes a store at a
@@ -50,6 +52,8 @@
 #define STORE_FORMAT_LATEST 12
 /* The oldest format this build reads. */
 #define STORE_FORMAT_OLDEST 12
+/* The oldest format store_migrate brings up to STORE_FORMAT_LATEST. */
+#define STORE_FORMAT_MIGRATE_OLDEST 9
 /* Default changelog window: records older than this many snapshots go. */
 #define STORE_CHANGELOG_WINDOW 1024
 
@@ -73,6 +77,9 @@ typedef struct store_options {
                                   head checks of the open (sys/head read if it
                                   decodes), so that store_verify can report a
                                   damaged store instead of being refused it */
+  bool migrating;              /* a writer open for store_migrate only: the
+                                  format and migration checks are left to it
+                                  (sys/format and sys/head must be there) */
 } store_options;
 
 /* sys/head: the latest snapshot and the count of batches that landed. */
@@ -360,6 +367,12 @@ typedef struct store_description {
   unsigned format;              /* sys/format layout_version */
   char writer_version[64];      /* the moraine that created the store */
   char origin[512];             /* sys/format's commit_log_batch_origin, "" when native */
+  bool has_created_at;          /* sys/format records the creation time
+                                   (stores created before it did not) */
+  int64_t created_at_us;        /* when the store was created */
+  bool has_migration;           /* a sys/migration marker is there */
+  unsigned migration_from;      /* its from_format and to_format */
+  unsigned migration_to;
   store_head head;              /* sys/head */
   bool has_head_time;           /* the head snapshot's record is there */
   int64_t head_time_us;         /* its snapshot_time */
@@ -478,5 +491,65 @@ typedef bool (*store_progress_fn)(void *ctx, const store_expire_progress *p);
 mr_status store_expire(store *st, uint64_t horizon, const char *trigger, size_t batch_keys,
                        store_progress_fn progress, void *ctx, store_expire_progress *out,
                        mr_error *err) MR_MUST_CHECK;
+
+/* ---- migration (migrate.c) -------------------------------------------- */
+
+/* Where a migration is, after each of its steps. */
+typedef struct store_migrate_progress {
+  unsigned from_format, to_format; /* the hop under way */
+  const char *what;                /* the directory it builds */
+  uint64_t records;                /* current records walked in this hop */
+  uint64_t entries;                /* directory entries written in this hop */
+  uint64_t steps;                  /* batches written by this run */
+  bool hop_done;                   /* this step published to_format */
+} store_migrate_progress;
+
+/* Called after every step; return false to stop (rerunning goes on). */
+typedef bool (*store_migrate_fn)(void *ctx, const store_migrate_progress *p);
+
+typedef struct store_migrate_result {
+  unsigned format_before; /* sys/format when the run began */
+  unsigned format_after;  /* and when it ended */
+  bool resumed;           /* a sys/migration marker was found and finished */
+  uint64_t steps;         /* batches written */
+  uint64_t entries;       /* directory entries written */
+  bool stopped;           /* the progress callback stopped it */
+} store_migrate_result;
+
+/*
+ * Brings st (opened with store_options.migrating) from its layout format
+ * (STORE_FORMAT_MIGRATE_OLDEST..STORE_FORMAT_LATEST) up to
+ * STORE_FORMAT_LATEST: 9 or 10 -> 11 builds the name directory, 11 -> 12
+ * the delete_target directory, in steps of at most step_records current
+ * records (0: 1000). Each step is one batch writing its entries and
+ * sys/migration {from, to, cursor}; a hop's last step deletes the marker
+ * and publishes the new sys/format (its other fields kept). A run that
+ * crashed or was stopped is resumed by running it again. A store already
+ * at STORE_FORMAT_LATEST with no marker is left alone (MR_OK, no step).
+ * progress may be NULL.
+ */
+mr_status store_migrate(store *st, size_t step_records, store_migrate_fn progress, void *ctx,
+                        store_migrate_result *out, mr_error *err) MR_MUST_CHECK;
+
+/* ---- branches (branch.c) ---------------------------------------------- */
+
+typedef struct store_cut_result {
+  uint64_t head_before;      /* the head snapshot the store had */
+  uint64_t keys_walked;
+  uint64_t records_removed;  /* snapshot, changelog, version, row ... records */
+  uint64_t records_restored; /* versions and inlined rows live again */
+} store_cut_result;
+
+/*
+ * Cuts st (a writer; a fresh branch, kv_clone) back to the catalog as it
+ * was at snapshot `at` (<= the head, its snapshot record still there), in
+ * one batch: later snapshots and what they began go, what they ended is
+ * current again, directories follow, sys/format's created_at becomes now
+ * (a branch is a store made now), sys/head becomes {at, batch + 1}
+ * (branch.c says exactly what happens to each kind). Statistics of what
+ * remains are the current ones; changelog records older than the source's
+ * window are not made up.
+ */
+mr_status store_cut_back(store *st, uint64_t at, store_cut_result *out, mr_error *err) MR_MUST_CHECK;
 
 #endif /* MR_STORE_H */

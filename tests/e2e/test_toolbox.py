@@ -44,6 +44,11 @@ def test_info_and_census_beside_a_running_writer(tmp_path):
         info = json.loads(r.stdout)
         assert info["format"] == 12 and info["head_snapshot"] == head[0]
         assert info["batch_count"] >= head[1] and info["head_time"].endswith("Z")
+        # the store records when it was created: before its first snapshot
+        created = datetime.datetime.fromisoformat(info["created_at"].replace("Z", "+00:00"))
+        head_time = datetime.datetime.fromisoformat(info["head_time"].replace("Z", "+00:00"))
+        assert created <= head_time
+        assert abs(datetime.datetime.now(datetime.timezone.utc) - created) < datetime.timedelta(minutes=10)
         r = tool("census", f"file://{store}", "--json")
         assert r.returncode == 0, r.stderr
         census = json.loads(r.stdout)
@@ -60,6 +65,7 @@ def test_info_and_census_beside_a_running_writer(tmp_path):
     r = tool("info", str(store))
     assert r.returncode == 0, r.stderr
     assert f"head snapshot      {head[0] + 1}" in r.stdout
+    assert f"created at         {info['created_at']}" in r.stdout
     r = tool("census", str(store))
     assert r.returncode == 0 and "subspace" in r.stdout and "table" in r.stdout
 
@@ -723,7 +729,7 @@ def test_every_store_command_is_documented():
     readme = (root / "README.md").read_text()
     section = readme[readme.index("## The command line"):]
     section = section[:section.index("\n## ", 1)]
-    for cmd in ["info", "census", "verify", "snapshots", "show", "watch", "export"]:
+    for cmd in ["info", "census", "verify", "snapshots", "show", "watch", "export", "migrate", "branch"]:
         assert f"  {cmd} STORE" in usage, cmd
         assert f"| `moraine {cmd} STORE" in cli_md, cmd
         assert f"moraine {cmd} STORE" in section, cmd

@@ -2,7 +2,8 @@
  * keytool.c — TESTS ONLY: reads and damages a STOPPED store key by key, so
  * the tests can hand `moraine verify` each kind of damage it must report.
  * Keys are given in their text form (key.h, mr_key_format) or, for bytes
- * that are no key, as 0x-hex. Every write goes straight through kv in one
+ * that are no key, as 0x-hex. It also turns a store into an older layout
+ * for the `moraine migrate` tests. Every write goes straight through kv in one
  * batch, bypassing the store's commit rules on purpose. Never shipped: it
  * is built under tests/ and installed nowhere.
  *
@@ -11,6 +12,8 @@
  *   moraine-keytool URL put KEY HEX           put raw value bytes ("" empty)
  *   moraine-keytool URL copy FROM TO          put FROM's value bytes under TO
  *   moraine-keytool URL set-head SNAP BATCHES overwrite sys/head
+ *   moraine-keytool URL downgrade FORMAT      the same catalog at layout 9, 10
+ *                                             or 11 (common/store_downgrade.h)
  *
  * Exit 0 done, 1 failed (one line on stderr), 2 usage.
  */
@@ -20,6 +23,7 @@
 
 #include "key/key.h"
 #include "kv/kv.h"
+#include "store_downgrade.h"
 #include "value/value.h"
 
 static int fail(const char *what, const mr_error *e) {
@@ -134,6 +138,13 @@ static int apply(kv_db *db, int argc, char **argv) {
     if (!rc)
       rc = kv_batch_put(b, kb.b, kb.len, enc, vlen, &e);
     free(enc);
+  } else if (strcmp(op, "downgrade") == 0 && argc == 4) {
+    kv_batch_free(b);
+    size_t removed = 0;
+    if (test_store_downgrade(db, (unsigned)strtoul(argv[3], NULL, 10), &removed, &e))
+      return fail(op, &e);
+    printf("%zu keys removed\n", removed);
+    return 0;
   } else {
     goto usage;
   }
@@ -149,7 +160,7 @@ usage:
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: moraine-keytool URL keys|delete|put|copy|set-head ...\n");
+    fprintf(stderr, "usage: moraine-keytool URL keys|delete|put|copy|set-head|downgrade ...\n");
     return 2;
   }
   kv_open_options o = {.read_only = strcmp(argv[2], "keys") == 0};

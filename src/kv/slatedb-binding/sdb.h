@@ -73,6 +73,10 @@ int sdb_open(const sdb_open_args *args, sdb_db **out, char *msg, size_t cap);
  * none. */
 int sdb_list_folders(const char *url, uint32_t deadline_ms, uint8_t **out, size_t *len, char *msg,
                      size_t cap);
+/* A zero-copy branch: SlateDB's clone of the store at src (its latest
+ * durable state) as a new store at dst, in the same object store (two
+ * folders, or one bucket); dst must hold no store. deadline_ms 0: none. */
+int sdb_clone(const char *src, const char *dst, uint32_t deadline_ms, char *msg, size_t cap);
 /* Closes and frees db whatever the result. */
 int sdb_close(sdb_db *db, char *msg, size_t cap);
 int sdb_flush(sdb_db *db, char *msg, size_t cap);

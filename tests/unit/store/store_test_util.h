@@ -45,4 +45,16 @@ mr_status st_kv_put(const char *url, const mr_key *k, const ProtobufCMessage *ms
 /* A store_visit_fn appending to the st_list ctx (history keys normalized). */
 mr_status st_collect(void *ctx, const mr_key *k, const ProtobufCMessage *v, mr_error *err);
 
+/*
+ * Builds a catalog through the store API in the new store at url: schemas
+ * 1 "main" and 2 "scratch" (dropped at the end), tables 100+i "t<i>"
+ * (i < ST_CATALOG_TABLES) each with data files 1000+10i and +1 and delete
+ * file +2 on the first, every third table renamed "renamed<i>", every
+ * fourth-plus-one delete file replaced by a newer one (+3). Snapshot 0
+ * makes the schemas, snapshot i+1 table i; the renames and replacements
+ * follow, the drop of schema 2 last. Aborts on any failure.
+ */
+#define ST_CATALOG_TABLES 12
+void st_build_catalog(const char *url);
+
 #endif

@@ -78,9 +78,23 @@ static mr_status commit_schema(store *st, store_head h, uint64_t s, uint64_t id,
   return store_commit_write(c, NULL, e);
 }
 
+static int64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static void test_create_reopen(void **state) {
   char url[4096];
+  int64_t before = now_us();
   store *st = open_new("create", url, sizeof url, 0);
+  int64_t after = now_us();
+  store_description d;
+  mr_error de;
+  must(store_describe(st, NULL, &d, &de), &de);
+  /* sys/format records when the store was created */
+  assert_true(d.has_created_at);
+  assert_true(d.created_at_us >= before && d.created_at_us <= after);
   store_head h = store_get_head(st);
   assert_int_equal(h.snapshot_id, 0);
   assert_int_equal(h.batch_count, 0);
@@ -101,6 +115,31 @@ static void test_create_reopen(void **state) {
   must(store_lookup_name(st, MR_NAME_SCHEMA, 0, "main", &id, &found, &e), &e);
   assert_true(found);
   assert_int_equal(id, 1);
+  /* reopening keeps the creation time */
+  store_description d2;
+  must(store_describe(st, NULL, &d2, &e), &e);
+  assert_true(d2.has_created_at);
+  assert_true(d2.created_at_us == d.created_at_us);
+  must(store_close(st, &e), &e);
+}
+
+/* A store created before sys/format recorded its creation time describes
+ * itself without one. */
+static void test_no_creation_time(void **state) {
+  char url[4096];
+  mr_error e;
+  store *st = open_new("no-created-at", url, sizeof url, 0);
+  must(store_close(st, &e), &e);
+  Moraine__V1__SysFormat f = MORAINE__V1__SYS_FORMAT__INIT;
+  f.layout_version = STORE_FORMAT_LATEST;
+  f.writer_version = (char *)"0.0.1";
+  mr_key fk = {.kind = MR_KK_SYS_FORMAT};
+  put_record(url, &fk, &f.base);
+  must(store_open(url, NULL, &st, &e), &e);
+  store_description d;
+  must(store_describe(st, NULL, &d, &e), &e);
+  assert_false(d.has_created_at);
+  assert_string_equal(d.writer_version, "0.0.1");
   must(store_close(st, &e), &e);
 }
 
@@ -731,7 +770,7 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_create_reopen),     cmocka_unit_test(test_format_refusals),
+      cmocka_unit_test(test_create_reopen),     cmocka_unit_test(test_no_creation_time),     cmocka_unit_test(test_format_refusals),
       cmocka_unit_test(test_conflict),          cmocka_unit_test(test_mapping_create_only),
       cmocka_unit_test(test_forget),
       cmocka_unit_test(test_changelog_window),  cmocka_unit_test(test_expire_resumable),

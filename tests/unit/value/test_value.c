@@ -672,6 +672,32 @@ static void encode_rejections(void **state) {
   free(b);
 }
 
+/* A sys/format value written before created_at (field 5) existed — the
+ * golden vector of that time — still decodes, without a creation time; the
+ * sample (every field set) carries one. */
+static void sys_format_before_created_at(void **state) {
+  static const char old_hex[] =
+      "4d524e4501080110d08f80800f1a157772697465725f76657273696f6e233020c3a92722";
+  uint8_t b[sizeof old_hex / 2];
+  for (size_t i = 0; i < sizeof b; i++)
+    sscanf(old_hex + 2 * i, "%2hhx", &b[i]);
+  mr_key k;
+  sample_key(MR_KK_SYS_FORMAT, &k);
+  ProtobufCMessage *m = NULL;
+  mr_error err;
+  assert_int_equal(mr_value_decode(&k, b, sizeof b, &m, &err), MR_OK);
+  const Moraine__V1__SysFormat *f = (const Moraine__V1__SysFormat *)m;
+  assert_false(f->has_created_at);
+  mr_value_free(m);
+  uint8_t *nb;
+  size_t n;
+  encode_sample(MR_KK_SYS_FORMAT, &nb, &n);
+  assert_int_equal(mr_value_decode(&k, nb, n, &m, &err), MR_OK);
+  assert_true(((const Moraine__V1__SysFormat *)m)->has_created_at);
+  mr_value_free(m);
+  free(nb);
+}
+
 /* sys/maintenance_status holds at most 16 passes: encode and decode agree. */
 static void maintenance_pass_cap(void **state) {
   Moraine__V1__MaintenancePass passes[MR_VALUE_MAX_PASSES + 1],
@@ -781,6 +807,7 @@ int main(void) {
       cmocka_unit_test(decode_rejects_bad_keys),
       cmocka_unit_test(encode_rejections),
       cmocka_unit_test(maintenance_pass_cap),
+      cmocka_unit_test(sys_format_before_created_at),
       cmocka_unit_test(unknown_fields_skipped),
       cmocka_unit_test(flips_and_truncations),
   };

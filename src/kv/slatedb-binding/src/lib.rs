@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+mod external_ssts;
 mod local_update;
 use object_store::aws::AmazonS3Builder;
 use object_store::azure::MicrosoftAzureBuilder;
@@ -30,7 +31,7 @@ use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::{ObjectStore, RetryConfig};
+use object_store::{ObjectStore, ObjectStoreExt, RetryConfig};
 use slatedb::config::{
     CompactorOptions, DbReaderOptions, DurabilityLevel, FlushOptions, FlushType, GarbageCollectorDirectoryOptions,
     GarbageCollectorOptions, ObjectStoreCacheOptions, ReadOptions, ScanOptions, Settings,
@@ -318,18 +319,45 @@ fn resolve_store(url: &str, deadline: Option<Duration>) -> Res<Resolved> {
                 format!("cannot create {}: {e}", dir.display()),
             )
         })?;
+        // A folder store lives in one object store rooted at "/", the
+        // folder being its path in it (as a prefix is in a bucket): a clone
+        // (sdb_clone) names its source's objects by that path, so a branch
+        // finds them again whichever folder it is opened from. On disk
+        // nothing changes: the objects are the same files. SlateDB prints
+        // its paths and parses them again, which escapes characters an
+        // absolute path keeps as they are ('~', '#', '%', ...): a folder
+        // whose path does not survive that round trip is its own root
+        // instead (path ""), as before branches existed, and cannot be
+        // branched.
+        let dir = std::fs::canonicalize(&dir).map_err(|e| {
+            fail(
+                SDB_UNAVAILABLE,
+                format!("cannot open {}: {e}", dir.display()),
+            )
+        })?;
+        let shared = Path::from_absolute_path(&dir).ok().filter(|p| {
+            format!("/{p}") == dir.to_string_lossy() && Path::from(p.as_ref()) == *p
+        });
+        let (root, path) = match shared {
+            Some(path) => (std::path::PathBuf::from("/"), path),
+            None => (dir.clone(), Path::from("")),
+        };
         // with_fsync: files and their parent directories are synced on every
         // write path, so an acknowledged write survives power loss
         // (object_store >= 0.14.2; standalone deletes are not synced).
-        let fs = LocalFileSystem::new_with_prefix(&dir)
+        let fs = LocalFileSystem::new_with_prefix(&root)
             .map_err(|e| {
                 fail(
                     SDB_UNAVAILABLE,
-                    format!("cannot open {}: {e}", dir.display()),
+                    format!("cannot open {}: {e}", root.display()),
                 )
             })?
             .with_fsync(true);
-        return Ok(local(Arc::new(local_update::LocalUpdateStore::new(fs, dir))));
+        return Ok(Resolved {
+            store: Arc::new(local_update::LocalUpdateStore::new(fs)),
+            path,
+            probe: None,
+        });
     }
     if let Some(name) = url.strip_prefix("memory://") {
         let store: Arc<dyn ObjectStore> = if name.is_empty() {
@@ -457,7 +485,17 @@ struct ReaderArgs {
 
 impl ReaderArgs {
     async fn build(&self) -> Res<DbReader> {
-        let mut b = DbReader::builder(self.path.clone(), self.store.clone())
+        // a branch's borrowed SSTs, found where they are (external_ssts.rs);
+        // read again at every (re)build, so a refresh follows the manifest
+        let borrowed = external_ssts::borrowed(&self.store, &self.path)
+            .await
+            .map_err(|e| fail(SDB_DATA, e))?;
+        let store: Arc<dyn ObjectStore> = if borrowed.is_empty() {
+            self.store.clone()
+        } else {
+            Arc::new(external_ssts::ExternalSsts::new(self.store.clone(), borrowed))
+        };
+        let mut b = DbReader::builder(self.path.clone(), store)
             .with_options(self.options.clone());
         if let Some(x) = &self.extractor {
             b = b.with_segment_extractor(x.clone());
@@ -856,6 +894,123 @@ pub unsafe extern "C" fn sdb_list_folders(
             }
         }
         give_value(Some(Bytes::from(text)), out, len)
+    })
+}
+
+/// Scheme and bucket (container) of a cloud store url; every folder store
+/// shares the file system's one object store ("file://"); None for the
+/// rest (memory:// stores are private to one name).
+fn object_store_of(url: &str) -> Option<String> {
+    if url.starts_with("file://") {
+        return Some("file://".to_string());
+    }
+    for scheme in ["s3://", "gs://", "az://"] {
+        if let Some(rest) = url.strip_prefix(scheme) {
+            let bucket = rest.split_once('/').map(|(b, _)| b).unwrap_or(rest);
+            return Some(format!("{scheme}{bucket}"));
+        }
+    }
+    None
+}
+
+/// A zero-copy clone of the store at `src` (its latest durable state) as a
+/// new store at `dst`: SlateDB's clone, whose manifest references the
+/// source's SSTs (pinned there by a checkpoint) and copies only its WAL.
+/// Both must be in one object store (folders, or one bucket); `dst` must
+/// hold no store yet. The source is not opened as a writer, so a server
+/// writing it goes on.
+#[no_mangle]
+pub unsafe extern "C" fn sdb_clone(
+    src: *const c_char,
+    dst: *const c_char,
+    deadline_ms: u32,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        if src.is_null() || dst.is_null() {
+            return Err(invalid("null store url"));
+        }
+        let src_url = CStr::from_ptr(src)
+            .to_str()
+            .map_err(|_| invalid("store url is not UTF-8"))?;
+        let dst_url = CStr::from_ptr(dst)
+            .to_str()
+            .map_err(|_| invalid("store url is not UTF-8"))?;
+        let (Some(a), Some(b)) = (object_store_of(src_url), object_store_of(dst_url)) else {
+            return Err(invalid(format!(
+                "cannot branch {src_url} into {dst_url}: only folder (file://) and s3://, gs://, az:// stores branch"
+            )));
+        };
+        if a != b {
+            return Err(invalid(format!(
+                "cannot branch {src_url} into {dst_url}: a branch shares its source's objects, so both must be in one object store ({a} and {b} differ)"
+            )));
+        }
+        let deadline = (deadline_ms > 0).then(|| Duration::from_millis(deadline_ms as u64));
+        let source = resolve_store(src_url, deadline)?;
+        let target = resolve_store(dst_url, deadline)?;
+        if a == "file://" && (source.path.as_ref().is_empty() || target.path.as_ref().is_empty()) {
+            return Err(invalid(format!(
+                "cannot branch {src_url} into {dst_url}: a folder whose path holds a character such as '%', '#' or '~' cannot be branched"
+            )));
+        }
+        if source.path == target.path {
+            return Err(invalid(format!("cannot branch {src_url} into itself")));
+        }
+        let rt = new_runtime()?;
+        if let Some(quick) = &source.probe {
+            within(&rt, deadline, "opening the store", probe(quick, &source.path, src_url))?;
+        }
+        within(
+            &rt,
+            deadline,
+            "opening the store",
+            require_store(&source.store, &source.path, src_url),
+        )?;
+        let taken = rt.block_on(require_store(&source.store, &target.path, dst_url));
+        if taken.is_ok() {
+            return Err(invalid(format!("{dst_url} already holds a store")));
+        }
+        let admin = slatedb::admin::AdminBuilder::new(target.path.clone(), source.store.clone()).build();
+        within(
+            &rt,
+            deadline,
+            "branching the store",
+            admin
+                .create_clone_builder_from_source(slatedb::admin::CloneSourceSpec::new(source.path.clone()))
+                .build(),
+        )?;
+        // SlateDB copies the WAL SSTs its source's manifest knows of; a
+        // writer serving the source records newer ones in its manifest only
+        // when its memtable next becomes an L0 SST. Those durable commits
+        // are the source's state too: copy them on (the branch's writer
+        // replays every WAL SST it finds after the manifest's).
+        let known = within(&rt, deadline, "branching the store", admin.read_manifest(None))?;
+        let next = known
+            .as_ref()
+            .and_then(|m| serde_json::to_value(m).ok())
+            .and_then(|v| v.get("next_wal_sst_id").and_then(|n| n.as_u64()))
+            .ok_or_else(|| fail(SDB_DATA, format!("{dst_url}: the branch's manifest names no next WAL SST")))?;
+        let store = source.store.clone();
+        within(&rt, deadline, "branching the store", async move {
+            let mut id = next;
+            loop {
+                let from = Path::from(format!("{}/wal/{:020}.sst", source.path, id));
+                let to = Path::from(format!("{}/wal/{:020}.sst", target.path, id));
+                match store.copy(&from, &to).await {
+                    Ok(()) => id += 1,
+                    Err(object_store::Error::NotFound { .. }) => return Ok::<_, Fail>(()),
+                    Err(e) => {
+                        return Err(fail(
+                            SDB_UNAVAILABLE,
+                            format!("copying {from}: {}", one_line(&e.to_string())),
+                        ))
+                    }
+                }
+            }
+        })?;
+        Ok(())
     })
 }
 

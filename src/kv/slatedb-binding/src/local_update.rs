@@ -31,15 +31,11 @@ use object_store::{
 #[derive(Debug)]
 pub struct LocalUpdateStore {
     fs: Arc<LocalFileSystem>,
-    root: PathBuf,
 }
 
 impl LocalUpdateStore {
-    pub fn new(fs: LocalFileSystem, root: PathBuf) -> Self {
-        LocalUpdateStore {
-            fs: Arc::new(fs),
-            root,
-        }
+    pub fn new(fs: LocalFileSystem) -> Self {
+        LocalUpdateStore { fs: Arc::new(fs) }
     }
 }
 
@@ -68,8 +64,7 @@ impl ObjectStore for LocalUpdateStore {
             return self.fs.put_opts(location, payload, opts).await;
         };
         // The object's folder exists: SlateDB updates only objects it created.
-        let mut folder = self.root.clone();
-        folder.extend(location.parts().map(|p| p.as_ref().to_string()));
+        let mut folder: PathBuf = self.fs.path_to_filesystem(location)?;
         folder.pop();
         let lock = File::open(&folder).map_err(generic)?;
         let held = tokio::task::spawn_blocking(move || lock.lock().map(|_| lock))
