@@ -103,32 +103,7 @@ static mr_status find_existing(cutter *c, mr_error *err) {
       mr_status rc = mr_key_range_kind(kinds[i], h == 1, &r, err);
       if (rc)
         return rc;
-      kv_iter *it = NULL;
-      rc = kv_iter_open(c->st->db, r.start.b, r.start.len, r.end.b, r.end.len, &it, err);
-      if (rc)
-        return rc;
-      for (;;) {
-        const void *kp, *vp;
-        size_t kl, vl;
-        rc = kv_iter_next(it, &kp, &kl, &vp, &vl, err);
-        if (rc == MR_ERR_NOT_FOUND) {
-          mr_error_clear(err);
-          rc = MR_OK;
-          break;
-        }
-        mr_key k;
-        ProtobufCMessage *m = NULL;
-        if (!rc)
-          rc = mr_key_decode(kp, kl, &k, err);
-        if (!rc)
-          rc = mr_value_decode(&k, vp, vl, &m, err);
-        if (!rc)
-          rc = note_exists(&x, &k, m, err);
-        mr_value_free(m);
-        if (rc)
-          break;
-      }
-      kv_iter_close(it);
+      rc = store_scan(c->st, &r, note_exists, &x, err);
       if (rc)
         return rc;
     }

@@ -82,6 +82,11 @@ mr_status store_load_subspace(store *st, mr_subspace ss, store_visit_fn fn, void
   return scan_r(st, &r, visit_all, &v, err);
 }
 
+mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *ctx, mr_error *err) {
+  visit_ctx v = {fn, ctx, 0};
+  return scan_r(st, r, visit_all, &v, err);
+}
+
 mr_status store_get(store *st, const mr_key *k, ProtobufCMessage **out, mr_error *err) {
   return store_get_msg(st, k, out, err);
 }

@@ -41,6 +41,10 @@ struct store {
  * a no-op unless a maintenance commit asked for it. */
 mr_status store_flush_if_wanted(store *st, mr_error *err) MR_MUST_CHECK;
 
+/* Decodes and visits every record of range r, in key order (read.c). */
+mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *ctx,
+                     mr_error *err) MR_MUST_CHECK;
+
 /* Encodes k, wrapping the error with the caller's context. */
 mr_status store_key_bytes(const mr_key *k, mr_keybuf *out, mr_error *err) MR_MUST_CHECK;
 
