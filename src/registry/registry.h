@@ -72,7 +72,7 @@ typedef struct cat_registry_config {
   store_watch_hooks default_hooks;
   /* A read replica: stores open read-only (store_opts.read_only must be
    * set, create off) and each catalog's watcher follows the writer every
-   * follow_ms, swapping the store's new state in (catalog_reload). */
+   * follow_ms, applying the writer's new commits (catalog_follow). */
   bool replica;
   unsigned follow_ms;
 } cat_registry_config;
