@@ -294,32 +294,16 @@ static mr_status cut_key(cutter *c, const void *kp, size_t kl, const mr_key *k, 
   return rc;
 }
 
+/* pass 2: every key of the store, counted and cut (store_walk_raw). */
+static mr_status cut_one(void *ctx, const mr_key *k, const void *kp, size_t kl, const void *vp,
+                         size_t vl, mr_error *err) {
+  cutter *c = ctx;
+  c->out->keys_walked++;
+  return cut_key(c, kp, kl, k, vp, vl, err);
+}
+
 static mr_status walk(cutter *c, mr_error *err) {
-  kv_iter *it = NULL;
-  mr_status rc = kv_iter_open(c->st->db, NULL, 0, NULL, 0, &it, err);
-  if (rc)
-    return rc;
-  for (;;) {
-    const void *kp, *vp;
-    size_t kl, vl;
-    rc = kv_iter_next(it, &kp, &kl, &vp, &vl, err);
-    if (rc == MR_ERR_NOT_FOUND) {
-      mr_error_clear(err);
-      rc = MR_OK;
-      break;
-    }
-    mr_key k;
-    if (!rc)
-      rc = mr_key_decode(kp, kl, &k, err);
-    if (!rc) {
-      c->out->keys_walked++;
-      rc = cut_key(c, kp, kl, &k, vp, vl, err);
-    }
-    if (rc)
-      break;
-  }
-  kv_iter_close(it);
-  return rc;
+  return store_walk_raw(c->st, NULL, 0, NULL, 0, cut_one, c, err);
 }
 
 /* Adds to c->b sys/format with created_at = now (the branch is a store

@@ -97,19 +97,9 @@ static mr_status expect_empty(store *st, const hop *h, mr_error *err) {
   mr_status rc = mr_key_range_subspace(h->directory, &r, err);
   if (rc)
     return rc;
-  kv_iter *it = NULL;
-  rc = kv_iter_open(st->db, r.start.b, r.start.len, r.end.b, r.end.len, &it, err);
-  if (rc)
-    return rc;
-  const void *kp, *vp;
-  size_t kl, vl;
-  rc = kv_iter_next(it, &kp, &kl, &vp, &vl, err);
-  kv_iter_close(it);
-  if (rc == MR_ERR_NOT_FOUND) {
-    mr_error_clear(err);
-    return MR_OK;
-  }
-  if (rc)
+  bool empty = false;
+  rc = store_range_empty(st, r.start.b, r.start.len, r.end.b, r.end.len, &empty, err);
+  if (rc || empty)
     return rc;
   return mr_fail(
       err, MR_ERR_INVALID,

@@ -11,14 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Per-record callback of scan_range; the message is freed after it. */
-typedef mr_status (*scan_fn)(void *ctx, const mr_key *k, ProtobufCMessage *msg, mr_error *err);
-
-/* Decodes and hands every record of [start, end) to fn, in key order. */
-static mr_status scan_range(store *st, const mr_keybuf *start, const mr_keybuf *end, scan_fn fn, void *ctx,
-                            mr_error *err) {
+mr_status store_walk_raw(store *st, const void *start, size_t slen, const void *end, size_t elen,
+                         store_raw_fn fn, void *ctx, mr_error *err) {
   kv_iter *it = NULL;
-  mr_status rc = kv_iter_open(st->db, start->b, start->len, end->b, end->len, &it, err);
+  mr_status rc = kv_iter_open(st->db, start, slen, end, elen, &it, err);
   if (rc)
     return rc;
   for (;;) {
@@ -30,21 +26,59 @@ static mr_status scan_range(store *st, const mr_keybuf *start, const mr_keybuf *
       rc = MR_OK;
       break;
     }
-    if (rc)
-      break;
     mr_key k;
-    ProtobufCMessage *m = NULL;
-    rc = mr_key_decode(kp, kl, &k, err);
     if (!rc)
-      rc = mr_value_decode(&k, vp, vl, &m, err);
+      rc = mr_key_decode(kp, kl, &k, err);
     if (!rc)
-      rc = fn(ctx, &k, m, err);
-    mr_value_free(m);
+      rc = fn(ctx, &k, kp, kl, vp, vl, err);
     if (rc)
       break;
   }
   kv_iter_close(it);
   return rc;
+}
+
+mr_status store_range_empty(store *st, const void *start, size_t slen, const void *end,
+                            size_t elen, bool *empty, mr_error *err) {
+  kv_iter *it = NULL;
+  mr_status rc = kv_iter_open(st->db, start, slen, end, elen, &it, err);
+  if (rc)
+    return rc;
+  const void *kp, *vp;
+  size_t kl, vl;
+  rc = kv_iter_next(it, &kp, &kl, &vp, &vl, err);
+  kv_iter_close(it);
+  if (rc != MR_OK && rc != MR_ERR_NOT_FOUND)
+    return rc;
+  *empty = rc == MR_ERR_NOT_FOUND;
+  mr_error_clear(err);
+  return MR_OK;
+}
+
+/* Per-record callback of scan_range; the message is freed after it. */
+typedef mr_status (*scan_fn)(void *ctx, const mr_key *k, ProtobufCMessage *msg, mr_error *err);
+
+typedef struct decode_ctx {
+  scan_fn fn;
+  void *ctx;
+} decode_ctx;
+
+static mr_status decode_one(void *ctx, const mr_key *k, const void *kp, size_t kl, const void *vp,
+                            size_t vl, mr_error *err) {
+  decode_ctx *d = ctx;
+  ProtobufCMessage *m = NULL;
+  mr_status rc = mr_value_decode(k, vp, vl, &m, err);
+  if (!rc)
+    rc = d->fn(d->ctx, k, m, err);
+  mr_value_free(m);
+  return rc;
+}
+
+/* Decodes and hands every record of [start, end) to fn, in key order. */
+static mr_status scan_range(store *st, const mr_keybuf *start, const mr_keybuf *end, scan_fn fn, void *ctx,
+                            mr_error *err) {
+  decode_ctx d = {fn, ctx};
+  return store_walk_raw(st, start->b, start->len, end->b, end->len, decode_one, &d, err);
 }
 
 static mr_status scan_r(store *st, const mr_key_range *r, scan_fn fn, void *ctx, mr_error *err) {

@@ -150,20 +150,7 @@ out:
 
 /* True when the store holds no key at all. */
 static mr_status store_is_empty(store *st, bool *empty, mr_error *err) {
-  kv_iter *it = NULL;
-  mr_status rc = kv_iter_open(st->db, NULL, 0, NULL, 0, &it, err);
-  if (rc)
-    return rc;
-  const void *k, *v;
-  size_t kl, vl;
-  rc = kv_iter_next(it, &k, &kl, &v, &vl, err);
-  kv_iter_close(it);
-  if (rc == MR_OK || rc == MR_ERR_NOT_FOUND) {
-    *empty = rc == MR_ERR_NOT_FOUND;
-    mr_error_clear(err);
-    return MR_OK;
-  }
-  return rc;
+  return store_range_empty(st, NULL, 0, NULL, 0, empty, err);
 }
 
 /* The first batch of a new store: sys/format and sys/head {0, 0}. */
@@ -591,37 +578,22 @@ mr_status store_describe(store *st, const char *skip_top, store_description *out
 
 /* ---- census ------------------------------------------------------------- */
 
+static mr_status census_one(void *ctx, const mr_key *k, const void *kp, size_t kl, const void *vp,
+                            size_t vl, mr_error *err) {
+  store_census *out = ctx;
+  const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
+  mr_subspace ss = k->history ? MR_SS_HISTORY : ki->subspace;
+  out->subspace[ss].keys++;
+  out->subspace[ss].bytes += kl + vl;
+  if (ki->subspace == MR_SS_CURRENT) {
+    store_census_row *r = k->history ? &out->history_kind[k->kind] : &out->current_kind[k->kind];
+    r->keys++;
+    r->bytes += kl + vl;
+  }
+  return MR_OK;
+}
+
 mr_status store_take_census(store *st, store_census *out, mr_error *err) {
   memset(out, 0, sizeof *out);
-  kv_iter *it = NULL;
-  mr_status rc = kv_iter_open(st->db, NULL, 0, NULL, 0, &it, err);
-  if (rc)
-    return rc;
-  for (;;) {
-    const void *kp, *vp;
-    size_t kl, vl;
-    rc = kv_iter_next(it, &kp, &kl, &vp, &vl, err);
-    if (rc == MR_ERR_NOT_FOUND) {
-      mr_error_clear(err);
-      rc = MR_OK;
-      break;
-    }
-    if (rc)
-      break;
-    mr_key k;
-    rc = mr_key_decode(kp, kl, &k, err);
-    if (rc)
-      break;
-    const mr_key_kind_info *ki = mr_key_kind_get(k.kind);
-    mr_subspace ss = k.history ? MR_SS_HISTORY : ki->subspace;
-    out->subspace[ss].keys++;
-    out->subspace[ss].bytes += kl + vl;
-    if (ki->subspace == MR_SS_CURRENT) {
-      store_census_row *r = k.history ? &out->history_kind[k.kind] : &out->current_kind[k.kind];
-      r->keys++;
-      r->bytes += kl + vl;
-    }
-  }
-  kv_iter_close(it);
-  return rc;
+  return store_walk_raw(st, NULL, 0, NULL, 0, census_one, out, err);
 }

@@ -41,6 +41,17 @@ struct store {
  * a no-op unless a maintenance commit asked for it. */
 mr_status store_flush_if_wanted(store *st, mr_error *err) MR_MUST_CHECK;
 
+/* Every key of [start, end) in order (NULL/0 bounds: the whole store),
+ * decoded, with its raw key and value bytes (valid only during the call;
+ * read.c). A key that does not decode fails the walk. */
+typedef mr_status (*store_raw_fn)(void *ctx, const mr_key *k, const void *kp, size_t kl,
+                                  const void *vp, size_t vl, mr_error *err);
+mr_status store_walk_raw(store *st, const void *start, size_t slen, const void *end, size_t elen,
+                         store_raw_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
+/* Does [start, end) hold no key? (NULL/0 bounds: the whole store.) */
+mr_status store_range_empty(store *st, const void *start, size_t slen, const void *end,
+                            size_t elen, bool *empty, mr_error *err) MR_MUST_CHECK;
+
 /* Decodes and visits every record of range r, in key order (read.c). */
 mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *ctx,
                      mr_error *err) MR_MUST_CHECK;
