@@ -7,7 +7,12 @@ Per size N, each catalog is built through DuckDB + DuckLake over the wire:
 interval, list and struct types) spread over them, created BATCH tables per
 transaction, then one seed row inserted into every table (BATCH tables per
 transaction; DuckLake inlines the rows, so every table also gets its
-inlined-data table in the catalog). Then measured:
+inlined-data table in the catalog). Sizes from --synthetic-from up (default
+10,000) are instead written as rows (bench/synthetic.py): N tables of the
+same columns with --files Parquet files each (default 100: a million files
+at 10,000 tables), loaded into moraine by `moraine import` (the store API)
+and into PostgreSQL through the postgres extension; their "build" row is
+that load. Then measured:
 
     commit      COMMITS single-row INSERTs, each its own transaction, spread
                 over the tables (a stride through them); p50 / p95, and p50
@@ -22,7 +27,7 @@ inlined-data table in the catalog). Then measured:
 The catalogs' phases are interleaved round-robin so background load hits
 both alike. Everything runs on loopback in temp dirs removed at the end.
 
-    .venv/bin/python bench/scale.py [--sizes 1,1000] [--commits 200]
+    .venv/bin/python bench/scale.py [--sizes 1,1000,10000] [--commits 200] [--files 100]
     make bench-scale
 
 MORAINE_BIN overrides build/src/cli/moraine; PG_BIN the PostgreSQL 15 bin
@@ -39,6 +44,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import catalogs  # noqa: E402  (catalog drivers, temp dirs, cleanup)
+import synthetic  # noqa: E402  (catalogs written as rows, for the large sizes)
 from catalogs import Moraine, Postgres, ms, pct, tempdir  # noqa: E402
 
 import duckdb  # noqa: E402
@@ -95,11 +101,23 @@ def stride(n):
 def run_size(n, args):
     names = args.only
     cats, data = {}, {}
+    synth = n >= args.synthetic_from
     for name in names:
         work = tempdir(f"bench-scale-{name}-")
         cats[name] = Moraine(work / "store") if name == "moraine" else Postgres()
         data[name] = work / "data"
     res = {name: {} for name in names}
+    rows0 = 1  # rows of table 0 before the measured commits
+    if synth:
+        t0 = time.perf_counter()
+        src, sdata = synthetic.build_file_catalog(tempdir("bench-scale-synthetic-"), n,
+                                                  args.files, COLUMNS, SCHEMAS)
+        print(f"size {n}: synthetic catalog written in {ms(t0) / 1000:.1f}s", file=sys.stderr)
+        rows0 = args.files
+        for name in names:
+            data[name] = sdata
+            if name == "moraine":
+                res[name]["build_s"] = synthetic.load_into_moraine(src, cats[name].store)
 
     def rr(i):
         k = i % len(names)
@@ -110,9 +128,13 @@ def run_size(n, args):
     try:
         cons = {}
         for name in names:
+            if synth and name == "postgres":
+                dsn = cats[name].attach_sql(data[name]).split("'")[1][len("ducklake:postgres:"):]
+                res[name]["build_s"] = synthetic.load_into_postgres(src, dsn, data[name])
             con = catalogs.open_con(None)
             con.execute(cats[name].attach_sql(data[name]))
-            res[name]["build_s"] = build(con, n, args.batch)
+            if not synth:
+                res[name]["build_s"] = build(con, n, args.batch)
             cons[name] = con
         lat = {name: [] for name in names}
         step = stride(n)
@@ -131,7 +153,7 @@ def run_size(n, args):
             r["commit_p50"], r["commit_p95"] = pct(xs, 50), pct(xs, 95)
             r["commit_first"], r["commit_last"] = pct(xs[:tenth], 50), pct(xs[-tenth:], 50)
             r["snapshots"] = len(snaps)
-            # time travel to the snapshot of the seed rows: table 0 had 1 row
+            # time travel to the snapshot before the measured commits
             r["tt_version"] = snaps[-args.commits - 1]
 
         att, attq, tt = ({name: [] for name in names} for _ in range(3))
@@ -152,7 +174,7 @@ def run_size(n, args):
                 cnt = con.execute(f"SELECT count(*) FROM {table_name(0)} AT (VERSION => {v})").fetchone()[0]
                 tt[name].append(ms(t0))
                 con.close()
-                assert cnt == 1, (name, v, cnt)
+                assert cnt == rows0, (name, v, cnt)
         for name in names:
             res[name]["attach"] = statistics.median(att[name])
             res[name]["attach_q"] = statistics.median(attq[name])
@@ -187,7 +209,7 @@ ROWS = [
     ("first time travel after ATTACH ms (median)", "tt"),
     ("cold start spawn->ready ms (median)", "cold"),
     ("server RSS idle after restart MiB", "rss"),
-    ("build (schemas, tables, seed rows) s", "build_s"),
+    ("build (schemas, tables, seed rows) s; synthetic: load s", "build_s"),
 ]
 
 
@@ -219,6 +241,10 @@ def main():
     ap.add_argument("--attach-n", type=int, default=5)
     ap.add_argument("--cold-n", type=int, default=3)
     ap.add_argument("--only", default="moraine,postgres")
+    ap.add_argument("--synthetic-from", type=int, default=10000,
+                    help="sizes from this one up are written as rows (bench/synthetic.py)")
+    ap.add_argument("--files", type=int, default=100,
+                    help="data files per table in a synthetic catalog")
     args = ap.parse_args()
     args.only = [c for c in ("moraine", "postgres") if c in args.only.split(",")]
     if "moraine" in args.only and not os.access(catalogs.MORAINE, os.X_OK):
