@@ -45,11 +45,19 @@ typedef struct txn {
   catalog *c;
   pend *p;
   size_t n, cap;
+  /* slot (key, put-or-end) -> 1 + index of its newest op in p; open
+   * addressing, icap a power of two at least twice n. Each slot holds at most
+   * one live op, the newest (add kills the older), so a lookup is one probe
+   * sequence instead of a walk over every op of the commit. */
+  size_t *idx;
+  size_t icap;
+  uint64_t *seen; /* targets as an open-addressed set (0 = empty, file + 1) */
+  size_t seencap;
   ProtobufCMessage *snap; /* Moraine__V1__Snapshot */
   inline_layout *lay;
   size_t nlay;
   uint64_t *targets; /* data files targeted by delete files / inline deletes */
-  size_t ntargets;
+  size_t ntargets, targetcap;
   bool untargeted;
   const char *sqlstate; /* set by a failure that is the client's, not ours */
   mr_error *err;
@@ -60,18 +68,51 @@ static bool versioned(mr_key_kind k) {
   return ki && (ki->flags & MR_KF_VERSIONED);
 }
 
-/* The pending op of key k in k's slot: versioned kinds have a put and an end
- * slot, every other kind a single slot (the last op wins). */
+/* k's slot: versioned kinds have a put and an end slot, every other kind a
+ * single slot (the last op wins). */
+static bool end_slot(const mr_key *k, pend_op op) {
+  return op == OP_END && versioned(k->kind);
+}
+
+static bool same_slot(const pend *p, const mr_key *k, pend_op op) {
+  return end_slot(&p->k, p->op) == end_slot(k, op) && mr_key_compare(&p->k, k) == 0;
+}
+
+/* The index position of (k, op)'s slot: where it is, or the empty one to
+ * take. */
+static size_t idx_probe(const txn *t, const mr_key *k, pend_op op) {
+  size_t mask = t->icap - 1;
+  size_t i = (size_t)(mr_key_hash(k) ^ (end_slot(k, op) ? 0x9e3779b97f4a7c15ULL : 0)) & mask;
+  while (t->idx[i] != 0 && !same_slot(&t->p[t->idx[i] - 1], k, op))
+    i = (i + 1) & mask;
+  return i;
+}
+
+/* Grows the index to hold n ops, re-inserting in order so the newest op of
+ * each slot wins. */
+static mr_status idx_reserve(txn *t, size_t n) {
+  if (2 * n <= t->icap)
+    return MR_OK;
+  size_t cap = t->icap ? t->icap : 64;
+  while (cap < 2 * n)
+    cap *= 2;
+  size_t *ni = calloc(cap, sizeof *ni);
+  if (ni == NULL)
+    return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+  free(t->idx);
+  t->idx = ni;
+  t->icap = cap;
+  for (size_t j = 0; j < t->n; j++)
+    t->idx[idx_probe(t, &t->p[j].k, t->p[j].op)] = j + 1;
+  return MR_OK;
+}
+
+/* The live pending op of key k in k's slot, or NULL. */
 static pend *find(txn *t, const mr_key *k, pend_op op) {
-  bool v = versioned(k->kind);
-  for (size_t i = t->n; i-- > 0;) {
-    pend *p = &t->p[i];
-    if (p->dead || mr_key_compare(&p->k, k) != 0)
-      continue;
-    if (!v || (p->op == OP_END) == (op == OP_END))
-      return p;
-  }
-  return NULL;
+  if (t->icap == 0)
+    return NULL;
+  size_t i = t->idx[idx_probe(t, k, op)];
+  return i == 0 || t->p[i - 1].dead ? NULL : &t->p[i - 1];
 }
 
 static void pend_kill(pend *p) {
@@ -95,18 +136,46 @@ static mr_status add(txn *t, const mr_key *k, pend_op op, ProtobufCMessage *msg)
     t->p = np;
     t->cap = nc;
   }
-  t->p[t->n++] = (pend){*k, op, msg, false};
+  if (idx_reserve(t, t->n + 1)) {
+    mr_value_free(msg);
+    return MR_ERR_NOMEM;
+  }
+  t->p[t->n] = (pend){*k, op, msg, false};
+  t->idx[idx_probe(t, k, op)] = ++t->n;
   return MR_OK;
 }
 
+/* Adds a data file to the snapshot's targets once, keeping first-seen
+ * order. */
 static mr_status add_target(txn *t, uint64_t file) {
-  for (size_t i = 0; i < t->ntargets; i++)
-    if (t->targets[i] == file)
+  if (2 * (t->ntargets + 1) > t->seencap) {
+    size_t cap = t->seencap ? 2 * t->seencap : 64;
+    uint64_t *ns = calloc(cap, sizeof *ns);
+    if (ns == NULL)
+      return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+    for (size_t i = 0; i < t->ntargets; i++) {
+      size_t h = (size_t)(t->targets[i] * 0x9e3779b97f4a7c15ULL) & (cap - 1);
+      while (ns[h] != 0)
+        h = (h + 1) & (cap - 1);
+      ns[h] = t->targets[i] + 1;
+    }
+    free(t->seen);
+    t->seen = ns;
+    t->seencap = cap;
+  }
+  size_t h = (size_t)(file * 0x9e3779b97f4a7c15ULL) & (t->seencap - 1);
+  for (; t->seen[h] != 0; h = (h + 1) & (t->seencap - 1))
+    if (t->seen[h] == file + 1)
       return MR_OK;
-  uint64_t *nt = realloc(t->targets, (t->ntargets + 1) * sizeof *nt);
-  if (nt == NULL)
-    return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
-  t->targets = nt;
+  if (t->ntargets == t->targetcap) {
+    size_t cap = t->targetcap ? 2 * t->targetcap : 16;
+    uint64_t *nt = realloc(t->targets, cap * sizeof *nt);
+    if (nt == NULL)
+      return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+    t->targets = nt;
+    t->targetcap = cap;
+  }
+  t->seen[h] = file + 1;
   t->targets[t->ntargets++] = file;
   return MR_OK;
 }
@@ -775,6 +844,8 @@ static void txn_free(txn *t) {
   }
   free(t->lay);
   free(t->targets);
+  free(t->seen);
+  free(t->idx);
 }
 
 /* The SQLSTATE a client gets for a store failure, by its cause. */

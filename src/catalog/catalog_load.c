@@ -4,7 +4,9 @@
  * (snapshot records, current and history entities with their embedded
  * children, unversioned records, tag and option entries, schema versions)
  * and every inlined data / delete table, through sql.h's pre-load API.
- * Rows are gathered per table and appended in bulk at the end.
+ * Rows are gathered per table and appended in bulk, CHUNK_ROWS at a time
+ * (a table's rows as text cost far more memory than in the engine, so a
+ * catalog of a million data files is never held whole as text).
  *
  * Cost: a lake of thousands of tables has as many inlined-data tables, so
  * nothing here may cost a statement per record. The inlined tables' CREATE
@@ -21,7 +23,7 @@
 
 #include "base/mr_grow.h"
 
-enum { DDL_BATCH = 256, PROGRESS_MS = 2000 };
+enum { DDL_BATCH = 256, PROGRESS_MS = 2000, CHUNK_ROWS = 65536 };
 
 typedef struct rowbuf {
   char *table;
@@ -88,7 +90,12 @@ static rowbuf *buf_for(load_ctx *l, const char *table, size_t ncols, mr_error *e
 }
 
 /* A new row of b (cells NULL); NULL on allocation failure. */
-static sql_value *row_add(rowbuf *b, mr_error *err) {
+static mr_status buf_flush(load_ctx *l, rowbuf *b, mr_error *err);
+
+/* A new row of b, all NULL; a full chunk goes to the engine first. */
+static sql_value *row_add(load_ctx *l, rowbuf *b, mr_error *err) {
+  if (b->nrows >= CHUNK_ROWS && buf_flush(l, b, err))
+    return NULL;
   if (b->nrows == b->cap) {
     size_t nc = b->cap ? 2 * b->cap : 64;
     sql_value *nv = realloc(b->vals, nc * b->ncols * sizeof *nv);
@@ -129,7 +136,7 @@ static mr_status emit(load_ctx *l, const catalog_table *tb, const ProtobufCMessa
   rowbuf *b = buf_for(l, tb->name, tb->ncols, err);
   if (b == NULL)
     return err->code;
-  sql_value *r = row_add(b, err);
+  sql_value *r = row_add(l, b, err);
   if (r == NULL)
     return err->code;
   l->total++;
@@ -336,7 +343,7 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
     snprintf(name, sizeof name, "ducklake_inlined_data_%lld_%lld", (long long)r->table_id,
              (long long)r->schema_version);
     rowbuf *b = buf_for(l, name, 3 + r->n_cell, err);
-    sql_value *v = b ? row_add(b, err) : NULL;
+    sql_value *v = b ? row_add(l, b, err) : NULL;
     if (v == NULL)
       return err->code;
     if (b->ncols != 3 + r->n_cell)
@@ -370,7 +377,7 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
     const Moraine__V1__InlineDeleteRow *r = (const Moraine__V1__InlineDeleteRow *)m;
     snprintf(name, sizeof name, "ducklake_inlined_delete_%lld", (long long)r->table_id);
     rowbuf *b = buf_for(l, name, 3, err);
-    sql_value *v = b ? row_add(b, err) : NULL;
+    sql_value *v = b ? row_add(l, b, err) : NULL;
     if (v == NULL)
       return err->code;
     l->total++;
@@ -431,19 +438,30 @@ static mr_status count_snap(void *ctx, const mr_key *k, const ProtobufCMessage *
   return MR_ERR_NOT_FOUND; /* one is enough */
 }
 
-/* Sends the gathered CREATE statements, then each table's rows. */
+/* Appends b's gathered rows to its table (after the pending CREATEs, which
+ * may include its own) and empties b. */
+static mr_status buf_flush(load_ctx *l, rowbuf *b, mr_error *err) {
+  mr_status rc = flush_ddl(l, err);
+  if (rc || b->nrows == 0)
+    return rc;
+  catalog *c = l->c;
+  sql_error se;
+  memset(&se, 0, sizeof se);
+  if (sql_engine_load_rows(c->e, c->schema[0] ? c->schema : "public", b->table, b->ncols, b->nrows,
+                           b->vals, &se))
+    rc = mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog load: %s: %s", b->table,
+                 se.base.msg);
+  for (size_t j = 0; j < b->nrows * b->ncols; j++)
+    free((char *)b->vals[j].data);
+  b->nrows = 0;
+  return rc;
+}
+
+/* Sends the pending CREATE statements, then each table's remaining rows. */
 static mr_status load_gathered(load_ctx *l, mr_error *err) {
   mr_status rc = flush_ddl(l, err);
-  catalog *c = l->c;
   for (size_t i = 0; !rc && i < l->nbufs; i++) {
-    rowbuf *b = &l->bufs[i];
-    sql_error se;
-    memset(&se, 0, sizeof se);
-    if (b->nrows &&
-        sql_engine_load_rows(c->e, c->schema[0] ? c->schema : "public", b->table, b->ncols,
-                             b->nrows, b->vals, &se))
-      rc = mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog load: %s: %s", b->table,
-                   se.base.msg);
+    rc = buf_flush(l, &l->bufs[i], err);
     l->tables_loaded++;
     progress(l, "loading rows");
   }

@@ -364,6 +364,38 @@ int mr_key_compare(const mr_key *a, const mr_key *b) {
   return c;
 }
 
+/* FNV-1a, 64 bit. */
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
+  const uint8_t *b = p;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+uint64_t mr_key_hash(const mr_key *k) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
+  unsigned kind = (unsigned)k->kind;
+  h = hash_bytes(h, &kind, sizeof kind);
+  if (ki == NULL)
+    return h;
+  uint8_t hist = k->history;
+  h = hash_bytes(h, &hist, 1);
+  key_field f[KEY_MAX_FIELDS];
+  unsigned n = mr_key_fields(ki, k->history, f);
+  for (unsigned i = 0; i < n; i++) {
+    if (f[i].type != KEY_FIELD_NAME) {
+      h = hash_bytes(h, &k->c[f[i].comp], sizeof k->c[0]);
+      continue;
+    }
+    size_t pos = 0;
+    uint8_t byte;
+    while (mr_key_name_next(k, &pos, &byte) > 0)
+      h = hash_bytes(h, &byte, 1);
+  }
+  return h;
+}
+
 /* ---- scan bounds ---- */
 
 /* end = start with trailing 0xff dropped and the last byte left incremented. */

@@ -251,6 +251,10 @@ mr_status mr_key_parse(const char *text, size_t len, mr_key *k,
 /* Total order of decoded keys equal to the byte order of their encodings. */
 int mr_key_compare(const mr_key *a, const mr_key *b);
 
+/* A hash of the fields mr_key_compare looks at: keys that compare equal hash
+ * equal (a name hashes by its raw bytes, escaped or not). */
+uint64_t mr_key_hash(const mr_key *k);
+
 /*
  * Scan bounds: [start, end) byte ranges, ascending, derived by encoding a
  * sample key and truncating — never hand-assembled.
