@@ -254,6 +254,11 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   rc = sql_exec(e->admin, "CREATE SCHEMA IF NOT EXISTS public", err);
   if (rc == MR_OK)
     rc = register_catalog_bytes(e, err);
+  if (rc == MR_OK && ((e->relcache = sql_relcache_create(e->dbname)) == NULL ||
+                      duckdb_connect(e->db, &e->relcache_con) != DuckDBSuccess))
+    rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "cannot set up the relation cache");
+  if (rc == MR_OK) /* before the pg_catalog views that read them */
+    rc = sql_relcache_register(e->relcache, e->admin, err);
   if (rc == MR_OK)
     rc = sql_pgcatalog_install(e->admin, e->dbname, e->version, err);
   if (rc == MR_OK) {
@@ -278,8 +283,11 @@ void sql_engine_close(sql_engine *e) {
     return;
   if (e->admin)
     duckdb_disconnect(&e->admin);
+  if (e->relcache_con)
+    duckdb_disconnect(&e->relcache_con);
   if (e->db)
     duckdb_close(&e->db);
+  sql_relcache_free(e->relcache); /* after the database: its functions point here */
   pthread_mutex_destroy(&e->admin_lock);
   pthread_mutex_destroy(&e->commit_lock);
   free(e->dbname);
@@ -322,19 +330,34 @@ mr_status sql_engine_admin_end(sql_engine *e, bool commit, sql_error *err) {
     }
   }
   e->admin_in_txn = false;
+  sql_relcache_invalidate(e->relcache); /* what it committed may have changed tables */
   pthread_mutex_unlock(&e->admin_lock);
   return rc;
 }
 
-mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) {
+/* Runs sql (after the engine's statement rewrite) on the pre-load
+ * connection; `ddl`: it may have created or dropped tables. */
+static mr_status admin_run(sql_engine *e, const char *sql, bool ddl, sql_error *err) {
   char *rewritten;
   mr_status rc = sql_rewrite(sql, &rewritten, err);
   if (rc)
     return rc;
   pthread_mutex_lock(&e->admin_lock);
   rc = sql_exec(e->admin, rewritten, err);
+  /* marked after it ran: a re-read racing with it is marked stale again */
+  if (ddl)
+    sql_relcache_invalidate(e->relcache);
   pthread_mutex_unlock(&e->admin_lock);
-  atomic_fetch_add(&e->ddl_gen, 1); /* it may have created or dropped a table */
+  if (ddl)
+    atomic_fetch_add(&e->ddl_gen, 1);
   free(rewritten);
   return rc;
+}
+
+mr_status sql_engine_exec_read(sql_engine *e, const char *sql, sql_error *err) {
+  return admin_run(e, sql, false, err);
+}
+
+mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) {
+  return admin_run(e, sql, true, err);
 }

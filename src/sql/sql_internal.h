@@ -23,6 +23,7 @@
 #include "sql/sql_cache.h"
 #include "sql/sql_lex.h"
 #include "sql/sql_plan.h"
+#include "sql/sql_relcache.h"
 #include "sql/sql_types.h"
 #include "sql/sql_util.h"
 
@@ -42,6 +43,8 @@ struct sql_engine {
    * cached table shapes (sql_shapes) are kept only while it stays put */
   _Atomic uint64_t ddl_gen;
   char *dbname;          /* DuckDB database holding the catalog tables */
+  sql_relcache *relcache;         /* its tables, for pg_class / pg_attribute */
+  duckdb_connection relcache_con; /* re-reads the relcache; under its refresh lock */
   char *search_path_sql; /* SET search_path = ... for every connection */
   char *version;         /* "15.0 (moraine x.y.z)" */
   sql_size_fn size_fn;   /* pg_database_size's answer; set before serving */
@@ -136,6 +139,7 @@ struct sql_session {
   uint64_t temp_gen;      /* bumped when the temp table set changes */
   uint64_t begin_ddl_gen; /* engine ddl_gen when the open transaction began */
   bool txn_ddl;           /* the open transaction ran DDL */
+  uint64_t conn_id;       /* DuckDB's id of con (the relcache's pending key) */
   /* sql_session_cancel interrupts only while no_cancel is false: DuckDB's
    * COMMIT and ROLLBACK must never be interrupted (the store may already
    * hold the commit). Both under cancel_mu. */

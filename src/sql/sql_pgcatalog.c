@@ -152,59 +152,56 @@ static const char *const catalog_sql[] = {
     "SELECT oid::BIGINT, schema_name, 10::BIGINT, NULL::VARCHAR FROM duckdb_schemas() "
     "WHERE database_name = @DB@",
 
+    /* tables come from moraine's relation directory (sql_relcache.h), not
+     * duckdb_tables(): a lookup then costs no row per table of the engine.
+     * reltuples -1 is PostgreSQL's "never analyzed"; there are no indexes
+     * as relations (pg_index is empty) and no CHECK constraints */
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_class AS "
-    "SELECT table_oid::BIGINT AS oid, table_name AS relname, schema_oid::BIGINT AS relnamespace, "
-    "'r' AS relkind, 0::INTEGER AS relpages, estimated_size::FLOAT AS reltuples, "
-    "index_count > 0 AS relhasindex, table_oid::BIGINT AS xmin, 10::BIGINT AS relowner, "
-    "0::BIGINT AS reltype, 2::BIGINT AS relam, table_oid::BIGINT AS relfilenode, "
-    "'p' AS relpersistence, column_count::SMALLINT AS relnatts, false AS relispartition, "
+    "SELECT r.oid, r.relname, n.oid AS relnamespace, "
+    "'r' AS relkind, 0::INTEGER AS relpages, -1::FLOAT AS reltuples, "
+    "false AS relhasindex, r.oid AS xmin, 10::BIGINT AS relowner, "
+    "0::BIGINT AS reltype, 2::BIGINT AS relam, r.oid AS relfilenode, "
+    "'p' AS relpersistence, r.relnatts, false AS relispartition, "
     "false AS relhasrules, false AS relhastriggers, false AS relrowsecurity, "
-    "false AS relforcerowsecurity, check_constraint_count::SMALLINT AS relchecks, "
+    "false AS relforcerowsecurity, 0::SMALLINT AS relchecks, "
     "NULL::VARCHAR[] AS relacl, NULL::VARCHAR[] AS reloptions, 0::BIGINT AS reltablespace, "
     "0::BIGINT AS reltoastrelid, false AS relhassubclass, 0::BIGINT AS reloftype, "
     "'d' AS relreplident, NULL::VARCHAR AS relpartbound "
-    "FROM duckdb_tables() WHERE database_name = @DB@ AND NOT temporary "
+    "FROM moraine_pg_class() r JOIN " SQL_PGCAT_DB ".main.pg_namespace n ON n.nspname = r.nspname "
     "UNION ALL "
     "SELECT view_oid::BIGINT, view_name, schema_oid::BIGINT, 'v', 0, 0, false, view_oid::BIGINT, "
     "10, 0, 0, 0, 'p', column_count::SMALLINT, false, false, false, false, false, 0, NULL, NULL, "
     "0, 0, false, 0, 'n', NULL FROM duckdb_views() "
     "WHERE database_name = @DB@ AND NOT internal AND NOT temporary",
 
-    "CREATE TABLE " SQL_PGCAT_DB ".main.moraine_types (duck_name VARCHAR, oid BIGINT)",
-    /* moraine_types rows are inserted from sql_types.h (install below) */
-
     "CREATE TABLE " SQL_PGCAT_DB ".main.pg_type (oid BIGINT, typname VARCHAR, typnamespace BIGINT, "
     "typlen SMALLINT, typtype VARCHAR, typcategory VARCHAR, typrelid BIGINT, typelem BIGINT, "
     "typarray BIGINT, typbasetype BIGINT, typtypmod INTEGER, typnotnull BOOLEAN, typowner BIGINT, "
     "typisdefined BOOLEAN, typdelim VARCHAR, typndims INTEGER, typcollation BIGINT)",
 
+    /* columns from the relation directory; types by pg_oid_of_duck_name */
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_attribute AS "
-    "SELECT c.table_oid::BIGINT AS attrelid, c.column_name AS attname, "
-    "COALESCE(t.oid, 25)::BIGINT AS atttypid, c.column_index::SMALLINT AS attnum, "
-    "CASE WHEN c.data_type LIKE 'DECIMAL(%' "
-    "THEN ((c.numeric_precision::INTEGER << 16) | c.numeric_scale::INTEGER) + 4 "
-    "ELSE -1 END::INTEGER AS atttypmod, "
-    "0::INTEGER AS attndims, NOT c.is_nullable AS attnotnull, false AS attisdropped, "
-    "c.column_default IS NOT NULL AS atthasdef, -1::SMALLINT AS attlen, "
+    "SELECT attrelid, attname, atttypid, attnum, atttypmod, "
+    "0::INTEGER AS attndims, attnotnull, false AS attisdropped, "
+    "atthasdef, -1::SMALLINT AS attlen, "
     "'' AS attidentity, '' AS attgenerated, 0::BIGINT AS attcollation, "
     "false AS attislocal, -1::INTEGER AS attstattarget, 'p' AS attstorage, "
     "'' AS attcompression "
-    "FROM duckdb_columns() c "
-    "LEFT JOIN " SQL_PGCAT_DB ".main.moraine_types t ON t.duck_name = "
-    "CASE WHEN c.data_type LIKE 'DECIMAL(%' THEN 'DECIMAL' ELSE upper(c.data_type) END "
-    "WHERE c.database_name = @DB@",
+    "FROM moraine_pg_attribute()",
 
+    /* conrelid: the directory's oid of the table, matched by name */
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_constraint AS "
-    "SELECT (table_oid * 1000 + constraint_index)::BIGINT AS oid, constraint_name AS conname, "
-    "schema_oid::BIGINT AS connamespace, "
-    "CASE constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' "
+    "SELECT (k.table_oid * 1000 + k.constraint_index)::BIGINT AS oid, "
+    "k.constraint_name AS conname, k.schema_oid::BIGINT AS connamespace, "
+    "CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' "
     "WHEN 'FOREIGN KEY' THEN 'f' ELSE 'c' END AS contype, "
-    "table_oid::BIGINT AS conrelid, "
-    "'{' || array_to_string(list_transform(constraint_column_indexes, x -> x + 1), ',') || '}' "
+    "r.oid AS conrelid, "
+    "'{' || array_to_string(list_transform(k.constraint_column_indexes, x -> x + 1), ',') || '}' "
     "AS conkey, 0::BIGINT AS confrelid, false AS condeferrable, false AS condeferred, "
     "true AS convalidated, 0::BIGINT AS conindid "
-    "FROM duckdb_constraints() WHERE database_name = @DB@ "
-    "AND constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')",
+    "FROM duckdb_constraints() k JOIN moraine_pg_class() r "
+    "ON r.nspname = k.schema_name AND r.relname = k.table_name WHERE k.database_name = @DB@ "
+    "AND k.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')",
 
     /* comments: the engine's tables never have any. DuckDB keeps a comment
      * only from COMMENT ON, which moraine does not admit (test_sql_plan
@@ -226,10 +223,9 @@ static const char *const catalog_sql[] = {
     "NULL::VARCHAR AS tablespace, sql AS indexdef FROM duckdb_indexes() WHERE database_name = @DB@",
 
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_tables AS "
-    "SELECT schema_name AS schemaname, table_name AS tablename, 'moraine' AS tableowner, "
-    "NULL::VARCHAR AS tablespace, index_count > 0 AS hasindexes, false AS hasrules, "
-    "false AS hastriggers, false AS rowsecurity "
-    "FROM duckdb_tables() WHERE database_name = @DB@ AND NOT temporary",
+    "SELECT nspname AS schemaname, relname AS tablename, 'moraine' AS tableowner, "
+    "NULL::VARCHAR AS tablespace, false AS hasindexes, false AS hasrules, "
+    "false AS hastriggers, false AS rowsecurity FROM moraine_pg_class()",
 
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_views AS "
     "SELECT schema_name AS schemaname, view_name AS viewname, 'moraine' AS viewowner, "
@@ -267,10 +263,9 @@ static const char *const catalog_sql[] = {
     /* functions PostgreSQL has and DuckDB lacks or answers differently */
     "CREATE MACRO " SQL_PGCAT_DB ".main.version() AS @VERSION@",
     "CREATE MACRO " SQL_PGCAT_DB ".main.to_regclass(name) AS ("
-    "SELECT max(CASE WHEN schema_name = 'public' THEN table_name "
-    "ELSE schema_name || '.' || table_name END) FROM duckdb_tables() "
-    "WHERE database_name = @DB@ AND NOT temporary AND ("
-    "table_name = name OR schema_name || '.' || table_name = name))",
+    "SELECT max(CASE WHEN nspname = 'public' THEN relname "
+    "ELSE nspname || '.' || relname END) FROM moraine_pg_class() "
+    "WHERE relname = name OR nspname || '.' || relname = name)",
     "CREATE MACRO " SQL_PGCAT_DB ".main.pg_my_temp_schema() AS 0::BIGINT",
     /* '(p,o)' (quotes and spaces allowed) -> the rowid sql_rewrite maps it to */
     "CREATE MACRO " SQL_PGCAT_DB ".main.mr_tid_rowid(x) AS "
@@ -300,9 +295,10 @@ static const char *const catalog_sql[] = {
     "SELECT 2::BIGINT AS oid, 'heap' AS amname, 'heap_tableam_handler' AS amhandler, "
     "'t' AS amtype UNION ALL SELECT 403, 'btree', 'bthandler', 'i'",
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_attrdef AS "
-    "SELECT (table_oid * 1000 + column_index)::BIGINT AS oid, table_oid::BIGINT AS adrelid, "
-    "column_index::SMALLINT AS adnum, column_default AS adbin FROM duckdb_columns() "
-    "WHERE database_name = @DB@ AND column_default IS NOT NULL",
+    "SELECT (c.table_oid * 1000 + c.column_index)::BIGINT AS oid, r.oid AS adrelid, "
+    "c.column_index::SMALLINT AS adnum, c.column_default AS adbin FROM duckdb_columns() c "
+    "JOIN moraine_pg_class() r ON r.nspname = c.schema_name AND r.relname = c.table_name "
+    "WHERE c.database_name = @DB@ AND c.column_default IS NOT NULL",
     "CREATE TABLE " SQL_PGCAT_DB ".main.pg_collation (oid BIGINT, collname VARCHAR, "
     "collnamespace BIGINT, collowner BIGINT, collprovider VARCHAR, collisdeterministic BOOLEAN, "
     "collencoding INTEGER, collcollate VARCHAR, collctype VARCHAR)",
@@ -406,7 +402,7 @@ static char *literal(const char *s) {
   return sql_strbuf_take(&b);
 }
 
-static mr_status fill_type_tables(duckdb_connection con, sql_error *err) {
+static mr_status fill_pg_type(duckdb_connection con, sql_error *err) {
   sql_strbuf b = {0};
   sql_strbuf_add(&b, "INSERT INTO " SQL_PGCAT_DB ".main.pg_type VALUES ");
   bool first = true;
@@ -418,18 +414,6 @@ static mr_status fill_type_tables(duckdb_connection con, sql_error *err) {
   first = false;
   PG_TYPE_TABLE(PG_TYPE_INSERT)
 #undef PG_TYPE_INSERT
-  sql_strbuf_add(&b, "; INSERT INTO " SQL_PGCAT_DB ".main.moraine_types VALUES ");
-  first = true;
-#define DUCK_INSERT(id, name, oid)                                                                 \
-  sql_strbuf_addf(&b, "%s('%s', %d)", first ? "" : ", ", name, oid);                               \
-  first = false;
-#define ALIAS_INSERT(alias, oid)                                                                   \
-  sql_strbuf_addf(&b, "%s('%s', %d)", first ? "" : ", ", alias, oid);                              \
-  first = false;
-  PG_DUCK_TYPE_TABLE(DUCK_INSERT)
-  PG_DUCK_ALIAS_TABLE(ALIAS_INSERT)
-#undef DUCK_INSERT
-#undef ALIAS_INSERT
   char *sql = sql_strbuf_take(&b);
   if (sql == NULL)
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
@@ -474,7 +458,7 @@ mr_status sql_pgcatalog_install(duckdb_connection con, const char *dbname, const
   free(ver_lit);
   free(num_lit);
   if (rc == MR_OK)
-    rc = fill_type_tables(con, err);
+    rc = fill_pg_type(con, err);
   return rc;
 }
 

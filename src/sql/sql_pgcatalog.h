@@ -3,8 +3,10 @@
  * PostgreSQL clients introspect (pg_namespace, pg_class with relpages 0,
  * pg_attribute with PostgreSQL type OIDs, pg_type, pg_constraint with 1-based
  * conkey, pg_description, pg_enum, pg_indexes, pg_settings, version(),
- * to_regclass(), ...), as DuckDB views and macros over DuckDB's own catalog
- * functions, in schema `main` of an attached in-memory database SQL_PGCAT_DB.
+ * to_regclass(), ...), as DuckDB views and macros in schema `main` of an
+ * attached in-memory database SQL_PGCAT_DB. Tables and their columns come
+ * from moraine's relation directory (sql_relcache.h); schemas, views and
+ * constraints from DuckDB's own catalog functions.
  *
  * Each session puts that schema on its search path right after `public`, so
  * unqualified names (and `pg_catalog.x`, which sql_rewrite unqualifies) find

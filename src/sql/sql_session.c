@@ -254,6 +254,7 @@ mr_status sql_session_open(sql_engine *e, const char *user, const char *database
     sql_session_close(s);
     return sql_fail(err, MR_ERR_IO, SQLSTATE_IO_ERROR, "cannot connect to the embedded DuckDB");
   }
+  s->conn_id = sql_relcache_conn_id(s->con);
   mr_status rc = duck_exec(s, e->search_path_sql, err);
   if (rc) {
     sql_session_close(s);
@@ -355,10 +356,13 @@ static void drop_temps(sql_session *s, bool all) {
 }
 
 /* After a transaction that ran DDL ends, every session's cached table shapes
- * are stale (sql_shapes). */
-static void ddl_settled(sql_session *s) {
-  if (s->txn_ddl)
+ * are stale (sql_shapes), and its tables become everyone's (committed) or
+ * nobody's in the relation directory. */
+static void ddl_settled(sql_session *s, bool committed) {
+  if (s->txn_ddl) {
+    sql_relcache_end(s->e->relcache, s->conn_id, committed);
     atomic_fetch_add(&s->e->ddl_gen, 1);
+  }
   s->txn_ddl = false;
 }
 
@@ -380,7 +384,7 @@ static void rollback_txn(sql_session *s) {
   if (end_txn_exec(s, SQL_TXN_ROLLBACK, &ignore)) {
     /* no open DuckDB transaction (DuckDB ended it on a failed COMMIT) */
   }
-  ddl_settled(s);
+  ddl_settled(s, false);
   sql_capture_clear(&s->cap);
   s->status = 'I';
   s->implicit = false;
@@ -486,7 +490,7 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
     rollback_txn(s);
     return rc;
   }
-  ddl_settled(s);
+  ddl_settled(s, true);
   sql_capture_clear(&s->cap);
   s->status = 'I';
   s->implicit = false;
@@ -669,6 +673,12 @@ static mr_status run_ddl(sql_session *s, const sql_plan *pl, char *sql, const sq
     s->txn_ddl = true;
     atomic_fetch_add(&s->e->ddl_gen, 1);
   }
+  if (rc == MR_OK && !temp && d->kind == SQL_DDL_CREATE_TABLE)
+    rc = sql_relcache_note_create(s->e->relcache, s->con, s->conn_id,
+                                  d->schema ? d->schema : "public", d->name, err);
+  if (rc == MR_OK && !temp && d->kind == SQL_DDL_DROP_TABLE)
+    rc = sql_relcache_note_drop(s->e->relcache, s->conn_id, d->schema ? d->schema : "public",
+                                d->name, err);
   if (rc == MR_OK && !temp)
     rc = sql_capture_ddl(&s->cap, sql,
                          d->kind == SQL_DDL_CREATE_SCHEMA ? d->name
@@ -959,11 +969,19 @@ static mr_status plans_of(sql_session *s, const char *query, sql_plans **out, bo
   return MR_OK;
 }
 
+/* Before a statement runs: the relation directory behind pg_class holds
+ * whatever the pre-load API changed (one re-read after such a change). */
+static mr_status relations_current(sql_session *s, sql_error *err) {
+  return sql_relcache_refresh(s->e->relcache, s->e->relcache_con, err);
+}
+
 mr_status sql_session_simple_query(sql_session *s, const char *query, const sql_sink *sink,
                                    sql_error *err) {
   sql_plans *plans;
   bool owned;
-  mr_status rc = plans_of(s, query, &plans, &owned, err);
+  mr_status rc = relations_current(s, err);
+  if (rc == MR_OK)
+    rc = plans_of(s, query, &plans, &owned, err);
   if (rc) {
     after_error(s);
     return rc;
@@ -1241,6 +1259,9 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
                                const int16_t *param_formats, size_t nformats,
                                const int16_t *result_formats, const sql_sink *sink,
                                sql_error *err) {
+  mr_status rc0 = relations_current(s, err);
+  if (rc0)
+    return rc0;
   if (p->multi || p->ps == NULL) {
     if (!p->multi && p->plans.n == 0)
       return SQL_SINK_CALL0(sink, empty_query) ? lost(err) : MR_OK;

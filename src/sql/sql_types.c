@@ -37,11 +37,12 @@ bool pg_type_info(uint32_t oid, const char **typname, int16_t *typlen) {
 
 typedef struct duck_map_row {
   duckdb_type duck;
+  const char *name;
   uint32_t oid;
 } duck_map_row;
 
 static const duck_map_row duck_map[] = {
-#define DUCK_ROW(id, name, oid) {id, oid},
+#define DUCK_ROW(id, name, oid) {id, name, oid},
     PG_DUCK_TYPE_TABLE(DUCK_ROW)
 #undef DUCK_ROW
 };
@@ -56,6 +57,24 @@ static const alias_row alias_map[] = {
     PG_DUCK_ALIAS_TABLE(ALIAS_ROW)
 #undef ALIAS_ROW
 };
+
+/* DuckDB type names here are as duckdb_columns() and pragma_table_info()
+ * print them: "DECIMAL(18,3)", "TIMESTAMP WITH TIME ZONE", "VARCHAR[]". */
+uint32_t pg_oid_of_duck_name(const char *name, int32_t *typmod) {
+  *typmod = -1;
+  unsigned width, scale;
+  if (strncasecmp(name, "DECIMAL(", 8) == 0 && sscanf(name + 8, "%u,%u", &width, &scale) == 2) {
+    *typmod = (int32_t)((width << 16) | scale) + 4;
+    return 1700;
+  }
+  for (size_t i = 0; i < sizeof duck_map / sizeof duck_map[0]; i++)
+    if (strcasecmp(name, duck_map[i].name) == 0)
+      return duck_map[i].oid;
+  for (size_t i = 0; i < sizeof alias_map / sizeof alias_map[0]; i++)
+    if (strcasecmp(name, alias_map[i].alias) == 0)
+      return alias_map[i].oid;
+  return PG_OID_TEXT;
+}
 
 void pg_coltype_of(duckdb_logical_type lt, const char *colname, pg_coltype *out) {
   memset(out, 0, sizeof *out);

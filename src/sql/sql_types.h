@@ -105,6 +105,10 @@ typedef struct pg_coltype {
 
 void pg_coltype_of(duckdb_logical_type lt, const char *colname, pg_coltype *out);
 
+/* The PostgreSQL OID of a column by its DuckDB type name (the same table),
+ * and its typmod (numeric: as above; else -1). pg_attribute uses this. */
+uint32_t pg_oid_of_duck_name(const char *name, int32_t *typmod);
+
 /* Appends one PGCOPY / DataRow binary field (int32 length, then bytes; -1
  * for NULL) for row `row` of vector data. Requires ct->binary_ok. */
 void pg_encode_binary(sql_strbuf *b, const pg_coltype *ct, duckdb_vector vec, uint64_t row);

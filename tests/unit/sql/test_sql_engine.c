@@ -1,6 +1,7 @@
 /* test_sql_engine.c — the seam of sql.h: pre-load, change capture, the
  * commit hooks (success, refusal -> rollback + the hook's SQLSTATE), the
- * transaction states, bytea literals, introspection answers, and the exact
+ * transaction states, bytea literals, introspection answers (and the relation
+ * directory behind them following DDL), and the exact
  * PGCOPY bytes of every binary-encoded type. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "sql/sql.h"
+#include "sql/sql_internal.h" /* the engine's own connection, for its catalog */
 #include "sql/sql_util.h"
 
 /* ---- a sink that records everything as text ---- */
@@ -99,22 +101,27 @@ static int teardown(void **state) {
 }
 
 /* Runs sql; returns the log (caller frees) or "ERR <sqlstate> <msg>". */
-static char *run(fixture *f, const char *sql) {
+static char *run_on(sql_session *s, const char *sql) {
   rec r = {0};
   sql_sink sink = sink_for(&r);
   sql_error err;
-  if (sql_session_simple_query(f->s, sql, &sink, &err) != MR_OK)
+  if (sql_session_simple_query(s, sql, &sink, &err) != MR_OK)
     sql_strbuf_addf(&r.log, "ERR %s %s", err.sqlstate, err.base.msg);
   sql_strbuf_free(&r.copy);
   return sql_strbuf_take(&r.log);
 }
 
-#define ASSERT_RUN(f, sql, want)                                                           \
+static char *run(fixture *f, const char *sql) {
+  return run_on(f->s, sql);
+}
+
+#define ASSERT_RUN_ON(s, sql, want)                                                        \
   do {                                                                                     \
-    char *got_ = run(f, sql);                                                              \
+    char *got_ = run_on(s, sql);                                                           \
     assert_string_equal(got_, want);                                                       \
     free(got_);                                                                            \
   } while (0)
+#define ASSERT_RUN(f, sql, want) ASSERT_RUN_ON((f)->s, sql, want)
 
 /* Creates a catalog table outside any session, as the catalog load does. */
 #define PRELOAD(f, sql)                                                                            \
@@ -338,6 +345,146 @@ static void introspection_answers(void **state) {
              "T count_star():20|D 0|C SELECT 1|");
 }
 
+/* The relation directory behind pg_class / pg_attribute (sql_relcache.h):
+ * a session's CREATE and DROP are its own until it commits, a rollback
+ * forgets them, a pre-load re-read keeps every oid. */
+#define LAYOUT_Q(t)                                                                                \
+  "SELECT attname, atttypid, atttypmod, attnum FROM pg_class JOIN pg_attribute "                   \
+  "ON pg_class.oid = pg_attribute.attrelid WHERE relname = '" t "' ORDER BY attnum"
+#define OID_Q(t) "SELECT oid FROM pg_class WHERE relname = '" t "'"
+
+static void relations_follow_ddl(void **state) {
+  fixture *f = *state;
+  hook_log h = {0};
+  sql_commit_hooks hooks = {&h, h_prepare, h_finished, known_any};
+  sql_engine_set_commit_hooks(f->e, &hooks);
+  sql_session *other;
+  sql_error err;
+  assert_int_equal(sql_session_open(f->e, "u", "lake", &other, &err), MR_OK);
+  const char *none = "T attname:1043,atttypid:20,atttypmod:23,attnum:21|C SELECT 0|";
+  const char *two = "T attname:1043,atttypid:20,atttypmod:23,attnum:21|"
+                    "D a,23,-1,1|D d,1700,589830,2|C SELECT 2|";
+
+  ASSERT_RUN(f, "BEGIN; CREATE TABLE ducklake_rel (a INTEGER, d DECIMAL(9,2))",
+             "C BEGIN|C CREATE TABLE|");
+  ASSERT_RUN(f, LAYOUT_Q("ducklake_rel"), two);   /* its own transaction sees it */
+  ASSERT_RUN_ON(other, LAYOUT_Q("ducklake_rel"), none); /* nobody else yet */
+  ASSERT_RUN(f, "ROLLBACK", "C ROLLBACK|");
+  ASSERT_RUN(f, LAYOUT_Q("ducklake_rel"), none);
+
+  ASSERT_RUN(f, "BEGIN; CREATE TABLE ducklake_rel (a INTEGER, d DECIMAL(9,2)); COMMIT",
+             "C BEGIN|C CREATE TABLE|C COMMIT|");
+  ASSERT_RUN_ON(other, LAYOUT_Q("ducklake_rel"), two);
+  ASSERT_RUN_ON(other, "SELECT to_regclass('ducklake_rel'), to_regclass('public.ducklake_rel')",
+                "T to_regclass('ducklake_rel'):1043,to_regclass('public.ducklake_rel'):1043|"
+                "D ducklake_rel,ducklake_rel|C SELECT 1|");
+  char *oid = run(f, OID_Q("ducklake_rel"));
+  /* re-created IF NOT EXISTS: the same relation */
+  ASSERT_RUN(f, "CREATE TABLE IF NOT EXISTS ducklake_rel (a INTEGER, d DECIMAL(9,2))",
+             "C CREATE TABLE|");
+  char *again = run_on(other, OID_Q("ducklake_rel"));
+  assert_string_equal(again, oid);
+  free(again);
+  /* a pre-load re-read of every table keeps the oid */
+  PRELOAD(f, "CREATE TABLE public.ducklake_rel_other (x VARCHAR NOT NULL)");
+  again = run_on(other, OID_Q("ducklake_rel"));
+  assert_string_equal(again, oid);
+  free(again);
+  ASSERT_RUN_ON(other, LAYOUT_Q("ducklake_rel_other"),
+                "T attname:1043,atttypid:20,atttypmod:23,attnum:21|D x,1043,-1,1|C SELECT 1|");
+  free(oid);
+
+  /* a dropped table leaves pg_class at its commit */
+  PRELOAD(f, "CREATE TABLE public.ducklake_table (table_id BIGINT); "
+             "INSERT INTO public.ducklake_table VALUES (7)");
+  ASSERT_RUN(f,
+             "CREATE TABLE ducklake_inlined_data_7_1 (row_id BIGINT, begin_snapshot BIGINT, "
+             "end_snapshot BIGINT, v VARCHAR)",
+             "C CREATE TABLE|");
+  ASSERT_RUN_ON(other, "SELECT relnatts FROM pg_class WHERE relname = 'ducklake_inlined_data_7_1'",
+                "T relnatts:21|D 4|C SELECT 1|");
+  ASSERT_RUN(f, "BEGIN; DROP TABLE ducklake_inlined_data_7_1",
+             "C BEGIN|C DROP TABLE|");
+  ASSERT_RUN(f, "SELECT count(*) FROM pg_class WHERE relname = 'ducklake_inlined_data_7_1'",
+             "T count_star():20|D 0|C SELECT 1|");
+  ASSERT_RUN_ON(other, "SELECT count(*) FROM pg_class WHERE relname = 'ducklake_inlined_data_7_1'",
+                "T count_star():20|D 1|C SELECT 1|");
+  ASSERT_RUN(f, "COMMIT", "C COMMIT|");
+  ASSERT_RUN_ON(other, "SELECT count(*) FROM pg_class WHERE relname = 'ducklake_inlined_data_7_1'",
+                "T count_star():20|D 0|C SELECT 1|");
+  sql_session_close(other);
+  sql_engine_set_commit_hooks(f->e, NULL);
+  sql_strbuf_free(&h.seen);
+}
+
+/* pg_attribute's type of every column is the type a SELECT of that column
+ * describes (two independent paths: DuckDB's type name, and the result's
+ * logical type), and its names, positions, NOT NULL and defaults are
+ * DuckDB's own. */
+/* Rows of sql on the engine's own connection, as the sink logs them. */
+static char *engine_rows(fixture *f, const char *sql) {
+  duckdb_result r;
+  assert_int_equal(duckdb_query(f->e->admin, sql, &r), DuckDBSuccess);
+  sql_strbuf b = {0};
+  for (idx_t i = 0; i < duckdb_row_count(&r); i++) {
+    sql_strbuf_add(&b, "|D ");
+    for (idx_t c = 0; c < duckdb_column_count(&r); c++) {
+      char *v = duckdb_value_varchar(&r, c, i);
+      sql_strbuf_addf(&b, "%s%s", c ? "," : "", v ? v : "NULL");
+      duckdb_free(v);
+    }
+  }
+  sql_strbuf_add(&b, "|");
+  duckdb_destroy_result(&r);
+  return sql_strbuf_take(&b);
+}
+
+static void relations_agree_with_the_engine(void **state) {
+  fixture *f = *state;
+  PRELOAD(f, "CREATE TABLE public.ducklake_every (b BOOLEAN NOT NULL, t TINYINT, s SMALLINT, "
+             "i INTEGER DEFAULT 4, g BIGINT, ut UTINYINT, us USMALLINT, ui UINTEGER, ub UBIGINT, "
+             "h HUGEINT, uh UHUGEINT, fl FLOAT, db DOUBLE, d1 DECIMAL(4,1), d2 DECIMAL(18,3), "
+             "d3 DECIMAL(38,10), v VARCHAR, bl BLOB, dt DATE, tm TIME, ts TIMESTAMP, "
+             "tz TIMESTAMPTZ, iv INTERVAL, u UUID, l VARCHAR[], st STRUCT(k VARCHAR, v INT), "
+             "ba BYTEA, js JSON, \"Mixed Case\" INTEGER)");
+  char *cols = run(f, "SELECT attname, atttypid, attnotnull, atthasdef FROM pg_class "
+                      "JOIN pg_attribute ON pg_class.oid = pg_attribute.attrelid "
+                      "WHERE relname = 'ducklake_every' ORDER BY attnum");
+  /* DuckDB's own view, read on the engine's pre-load connection: a client
+   * may not call duckdb_columns() */
+  char *want = engine_rows(f, "SELECT column_name, "
+                              "CASE WHEN is_nullable THEN 'f' ELSE 't' END, "
+                              "CASE WHEN column_default IS NULL THEN 'f' ELSE 't' END "
+                              "FROM duckdb_columns() WHERE table_name = 'ducklake_every' "
+                              "ORDER BY column_index");
+  char *star = run(f, "SELECT * FROM ducklake_every");
+  /* the row description of SELECT * names each column with its OID */
+  const char *p = strchr(star, ' ') + 1, *w = strstr(want, "|D ");
+  const char *c = strstr(cols, "|D ");
+  int n = 0;
+  while (c && w) {
+    char name[64], oid[16], nn[8], hd[8], wname[64], wnn[8], whd[8], tname[64], toid[16];
+    assert_int_equal(sscanf(c, "|D %63[^,],%15[^,],%7[^,],%7[^|]", name, oid, nn, hd), 4);
+    assert_int_equal(sscanf(w, "|D %63[^,],%7[^,],%7[^|]", wname, wnn, whd), 3);
+    assert_int_equal(sscanf(p, "%63[^:]:%15[^,|]", tname, toid), 2);
+    assert_string_equal(name, wname);
+    assert_string_equal(nn, wnn);
+    assert_string_equal(hd, whd);
+    assert_string_equal(name, tname);
+    assert_string_equal(oid, toid);
+    p = strpbrk(p, ",|") + 1;
+    c = strstr(c + 1, "|D ");
+    w = strstr(w + 1, "|D ");
+    n++;
+  }
+  assert_null(c);
+  assert_null(w);
+  assert_int_equal(n, 29);
+  free(cols);
+  free(want);
+  free(star);
+}
+
 /* ---- exact PGCOPY bytes ---- */
 static void be(sql_strbuf *b, uint64_t v, int n) {
   for (int i = n - 1; i >= 0; i--)
@@ -439,6 +586,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(kept_statements_see_new_rows, setup, teardown),
       cmocka_unit_test_setup_teardown(bytea_literals_follow_the_column_type, setup, teardown),
       cmocka_unit_test_setup_teardown(introspection_answers, setup, teardown),
+      cmocka_unit_test_setup_teardown(relations_follow_ddl, setup, teardown),
+      cmocka_unit_test_setup_teardown(relations_agree_with_the_engine, setup, teardown),
       cmocka_unit_test_setup_teardown(pgcopy_every_type, setup, teardown),
       cmocka_unit_test_setup_teardown(ctid_round_trip, setup, teardown),
       cmocka_unit_test_setup_teardown(ctid_past_one_block, setup, teardown),
