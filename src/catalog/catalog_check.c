@@ -88,7 +88,7 @@ static void sb_add_literal(sbuf *b, const char *s, size_t n) {
 }
 
 /*
- * The type as sql_engine_exec_read must be given it: the engine's statement
+ * The type as sql_engine_exec_data must be given it: the engine's statement
  * rewrite reads PostgreSQL's FLOAT as DOUBLE, so DuckDB's FLOAT (4 bytes)
  * is spelled REAL, its other name. Quoted identifiers (STRUCT field names)
  * are copied as they are.
@@ -216,14 +216,14 @@ mr_status cat_check_loadable(catalog *c, const sql_changes *ch, sql_error *err) 
     rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   sql_error se;
   memset(&se, 0, sizeof se);
-  if (!rc && sql.len && sql_engine_exec_read(c->e, sql.data, &se) != MR_OK) {
+  if (!rc && sql.len && sql_engine_exec_data(c->e, sql.data, &se) != MR_OK) {
     /* name the column: the first part that fails on its own */
     for (size_t i = 0; !rc && i < nparts; i++) {
       sbuf one = {0};
       sql_error pe;
       memset(&pe, 0, sizeof pe);
       if (add_part(&one, &parts[i], &why) && !one.failed &&
-          sql_engine_exec_read(c->e, one.data, &pe) != MR_OK)
+          sql_engine_exec_data(c->e, one.data, &pe) != MR_OK)
         rc = refuse(err, &parts[i], pe.base.msg);
       free(one.data);
     }

@@ -82,13 +82,19 @@ static void add_copy(sqlbuf *b, const char *dst, const char *src, const char *ta
   free(qt);
 }
 
-static mr_status engine_exec(catalog *c, const char *sql, mr_error *err) {
+/* ddl: sql may create or drop tables (sql_engine_exec), else it only
+ * changes rows (sql_engine_exec_data: the sessions' caches stay valid). */
+static mr_status run_sql(catalog *c, const char *sql, bool ddl, const char *what,
+                         mr_error *err) {
   sql_error se;
   memset(&se, 0, sizeof se);
-  if (sql_engine_exec(c->e, sql, &se) != MR_OK)
-    return mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog reload: %s",
-                   se.base.msg);
+  if ((ddl ? sql_engine_exec(c->e, sql, &se) : sql_engine_exec_data(c->e, sql, &se)) != MR_OK)
+    return mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "%s: %s", what, se.base.msg);
   return MR_OK;
+}
+
+static mr_status engine_exec(catalog *c, const char *sql, mr_error *err) {
+  return run_sql(c, sql, true, "catalog reload", err);
 }
 
 /* The swap: one transaction replacing c's tables with scratch's. */
@@ -457,9 +463,9 @@ static mr_status follow_changes(catalog *c, store *rd, store_head from, store_he
     rc = mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog follow: %s", se.base.msg);
   else if (rc == MR_OK) {
     if (f.del.len)
-      rc = engine_exec(c, f.del.s, err);
+      rc = run_sql(c, f.del.s, false, "catalog follow", err);
     if (rc == MR_OK && f.drop.len)
-      rc = engine_exec(c, f.drop.s, err);
+      rc = run_sql(c, f.drop.s, true, "catalog follow", err);
     if (rc == MR_OK)
       rc = cat_loader_finish(f.ld, nrows, err);
     sql_error end;

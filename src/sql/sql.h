@@ -171,10 +171,11 @@ void sql_engine_set_size_fn(sql_engine *e, sql_size_fn fn, void *ctx);
 
 /* Pre-load: runs SQL outside any session (no capture, no hooks). */
 mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) MR_MUST_CHECK;
-/* The same for a statement that changes no table (a SELECT): every
- * session's cached plans and table shapes, and the relation directory
- * behind pg_class, stay valid (sql_engine_exec must assume DDL). */
-mr_status sql_engine_exec_read(sql_engine *e, const char *sql, sql_error *err) MR_MUST_CHECK;
+/* The same for statements over rows only (SELECT, INSERT, DELETE; never
+ * CREATE, DROP or ALTER): every session's cached plans and table shapes,
+ * and the relation directory behind pg_class, stay valid (sql_engine_exec
+ * must assume its SQL created or dropped tables). */
+mr_status sql_engine_exec_data(sql_engine *e, const char *sql, sql_error *err) MR_MUST_CHECK;
 
 /* Pre-load: appends nrows rows (values row-major, ncols per row, in table
  * column order, sql_value conventions above) to schema.table. */

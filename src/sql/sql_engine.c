@@ -330,7 +330,9 @@ mr_status sql_engine_admin_end(sql_engine *e, bool commit, sql_error *err) {
     }
   }
   e->admin_in_txn = false;
-  sql_relcache_invalidate(e->relcache); /* what it committed may have changed tables */
+  if (e->admin_txn_ddl) /* its DDL shows only now: a re-read before saw none */
+    sql_relcache_invalidate(e->relcache);
+  e->admin_txn_ddl = false;
   pthread_mutex_unlock(&e->admin_lock);
   return rc;
 }
@@ -344,9 +346,12 @@ static mr_status admin_run(sql_engine *e, const char *sql, bool ddl, sql_error *
     return rc;
   pthread_mutex_lock(&e->admin_lock);
   rc = sql_exec(e->admin, rewritten, err);
-  /* marked after it ran: a re-read racing with it is marked stale again */
+  /* marked after it ran (a re-read racing with it is marked stale again),
+   * and again when a pre-load transaction holding it commits */
   if (ddl)
     sql_relcache_invalidate(e->relcache);
+  if (ddl && e->admin_in_txn)
+    e->admin_txn_ddl = true;
   pthread_mutex_unlock(&e->admin_lock);
   if (ddl)
     atomic_fetch_add(&e->ddl_gen, 1);
@@ -354,7 +359,7 @@ static mr_status admin_run(sql_engine *e, const char *sql, bool ddl, sql_error *
   return rc;
 }
 
-mr_status sql_engine_exec_read(sql_engine *e, const char *sql, sql_error *err) {
+mr_status sql_engine_exec_data(sql_engine *e, const char *sql, sql_error *err) {
   return admin_run(e, sql, false, err);
 }
 

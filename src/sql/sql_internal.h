@@ -32,6 +32,7 @@ struct sql_engine {
   duckdb_connection admin; /* pre-load calls; serialized by admin_lock */
   pthread_mutex_t admin_lock; /* recursive: held across sql_engine_admin_begin/end */
   bool admin_in_txn;          /* under admin_lock: a pre-load transaction is open */
+  bool admin_txn_ddl;         /* under admin_lock: ... and it ran sql_engine_exec */
   bool replica;               /* sql_engine_options.replica */
   pthread_mutex_t commit_lock;
   sql_commit_hooks hooks;

@@ -198,19 +198,6 @@ uint64_t sql_relcache_conn_id(duckdb_connection con) {
 
 /* ---- reading layouts from the engine -------------------------------------- */
 
-static const char *vec_str(duckdb_vector v, idx_t row, char *buf, size_t cap) {
-  uint64_t *valid = duckdb_vector_get_validity(v);
-  if (valid && !duckdb_validity_row_is_valid(valid, row))
-    return NULL;
-  duckdb_string_t *s = (duckdb_string_t *)duckdb_vector_get_data(v) + row;
-  uint32_t n = duckdb_string_t_length(*s);
-  if (n >= cap)
-    n = (uint32_t)cap - 1; /* only type names go through buf; they are short */
-  memcpy(buf, duckdb_string_t_data(s), n);
-  buf[n] = '\0';
-  return buf;
-}
-
 static char *vec_strdup(duckdb_vector v, idx_t row) {
   uint64_t *valid = duckdb_vector_get_validity(v);
   if (valid && !duckdb_validity_row_is_valid(valid, row))
@@ -243,7 +230,7 @@ static bool add_col(rel *r, size_t *cap, char *name, const char *type, bool notn
   }
   rel_col *c = &r->cols[r->ncols++];
   c->name = name;
-  c->typid = pg_oid_of_duck_name(type ? type : "", &c->typmod);
+  c->typid = pg_oid_of_duck_name(type, &c->typmod);
   c->notnull = notnull;
   c->hasdef = hasdef;
   return true;
@@ -307,7 +294,6 @@ static mr_status read_all(sql_relcache *rc, duckdb_connection con, relset **out,
   size_t setcap = 0, colcap = 0;
   rel *r = NULL;
   bool ok = s != NULL;
-  char type[256];
   for (duckdb_data_chunk ch; ok && (ch = duckdb_fetch_chunk(res)) != NULL;) {
     idx_t n = duckdb_data_chunk_get_size(ch);
     duckdb_vector v[6];
@@ -338,8 +324,10 @@ static mr_status read_all(sql_relcache *rc, duckdb_connection con, relset **out,
       }
       free(schema);
       free(table);
-      ok = ok && add_col(r, &colcap, vec_strdup(v[2], i), vec_str(v[3], i, type, sizeof type),
-                         vec_bool(v[4], i), vec_bool(v[5], i));
+      char *type = ok ? vec_strdup(v[3], i) : NULL;
+      ok = ok && type && add_col(r, &colcap, vec_strdup(v[2], i), type, vec_bool(v[4], i),
+                                 vec_bool(v[5], i));
+      free(type);
     }
     duckdb_destroy_data_chunk(&ch);
   }
@@ -507,16 +495,18 @@ mr_status sql_relcache_note_create(sql_relcache *rc, duckdb_connection con, uint
     st = sql_fail_duckdb(err, duckdb_result_error(&res));
   } else {
     size_t cap = 0;
-    char type[256];
     for (duckdb_data_chunk ch; st == MR_OK && (ch = duckdb_fetch_chunk(res)) != NULL;) {
       idx_t n = duckdb_data_chunk_get_size(ch);
       duckdb_vector v[4];
       for (idx_t k = 0; k < 4; k++)
         v[k] = duckdb_data_chunk_get_vector(ch, k);
-      for (idx_t i = 0; st == MR_OK && i < n; i++)
-        if (!add_col(r, &cap, vec_strdup(v[0], i), vec_str(v[1], i, type, sizeof type),
-                     vec_bool(v[2], i), vec_bool(v[3], i)))
+      for (idx_t i = 0; st == MR_OK && i < n; i++) {
+        char *type = vec_strdup(v[1], i);
+        if (type == NULL || !add_col(r, &cap, vec_strdup(v[0], i), type, vec_bool(v[2], i),
+                                     vec_bool(v[3], i)))
           st = oom(err);
+        free(type);
+      }
       duckdb_destroy_data_chunk(&ch);
     }
   }
