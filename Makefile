@@ -10,7 +10,7 @@
 #   make bench      benchmarks (prints the tables recorded in BENCHMARK.md)
 #   make bench-soak a long catalog life, expiry and the space that comes back (~30 min)
 #   make bench-replica  read replicas: lag behind the writer, read throughput
-#   make bench-scale  moraine vs PostgreSQL 15 as catalogs of 1 and 1,000
+#   make bench-scale  moraine vs PostgreSQL 15 as catalogs of 1, 1,000 and 10,000
 #                   tables (bench/scale.py; several minutes; not in make test)
 #   make format / make lint
 #   make ducklake-suite  DuckLake's own test suite against the freshly built

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Scale benchmark: moraine and PostgreSQL 15 as DuckLake catalogs of 1 and
-1,000 tables, side by side.
+"""Scale benchmark: moraine and PostgreSQL 15 as DuckLake catalogs of 1,
+1,000 and 10,000 tables (the last with a million data files), side by side.
 
 Per size N, each catalog is built through DuckDB + DuckLake over the wire:
 20 schemas, N tables of 10 columns (integer, text, decimal, temporal,
@@ -28,6 +28,7 @@ The catalogs' phases are interleaved round-robin so background load hits
 both alike. Everything runs on loopback in temp dirs removed at the end.
 
     .venv/bin/python bench/scale.py [--sizes 1,1000,10000] [--commits 200] [--files 100]
+                                    [--synthetic-commits 20]
     make bench-scale
 
 MORAINE_BIN overrides build/src/cli/moraine; PG_BIN the PostgreSQL 15 bin
@@ -108,6 +109,10 @@ def run_size(n, args):
         data[name] = work / "data"
     res = {name: {} for name in names}
     rows0 = 1  # rows of table 0 before the measured commits
+    # the DuckLake client's memory grows by hundreds of MB per commit on a
+    # catalog of a million files (100 commits ran it past 20 GB), on either
+    # catalog: fewer measured commits there
+    commits = min(args.commits, args.synthetic_commits) if synth else args.commits
     if synth:
         t0 = time.perf_counter()
         src, sdata = synthetic.build_file_catalog(tempdir("bench-scale-synthetic-"), n,
@@ -138,13 +143,13 @@ def run_size(n, args):
             cons[name] = con
         lat = {name: [] for name in names}
         step = stride(n)
-        for i in range(args.commits):
+        for i in range(commits):
             j = (i * step) % n
             for name in rr(i):
                 t0 = time.perf_counter()
                 cons[name].execute(f"INSERT INTO {table_name(j)} VALUES {row(n + i)}")
                 lat[name].append(ms(t0))
-        tenth = max(1, args.commits // 10)
+        tenth = max(1, commits // 10)
         for name in names:
             snaps = [r[0] for r in cons[name].execute(
                 "SELECT snapshot_id FROM lake.snapshots() ORDER BY 1").fetchall()]
@@ -154,7 +159,7 @@ def run_size(n, args):
             r["commit_first"], r["commit_last"] = pct(xs[:tenth], 50), pct(xs[-tenth:], 50)
             r["snapshots"] = len(snaps)
             # time travel to the snapshot before the measured commits
-            r["tt_version"] = snaps[-args.commits - 1]
+            r["tt_version"] = snaps[-commits - 1]
 
         att, attq, tt = ({name: [] for name in names} for _ in range(3))
         for i in range(args.attach_n):
@@ -235,7 +240,7 @@ def table(all_res, names):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", default="1,1000")
+    ap.add_argument("--sizes", default="1,1000,10000")
     ap.add_argument("--commits", type=int, default=200)
     ap.add_argument("--batch", type=int, default=100, help="tables per build transaction")
     ap.add_argument("--attach-n", type=int, default=5)
@@ -243,6 +248,8 @@ def main():
     ap.add_argument("--only", default="moraine,postgres")
     ap.add_argument("--synthetic-from", type=int, default=10000,
                     help="sizes from this one up are written as rows (bench/synthetic.py)")
+    ap.add_argument("--synthetic-commits", type=int, default=20,
+                    help="measured commits at synthetic sizes (at most --commits)")
     ap.add_argument("--files", type=int, default=100,
                     help="data files per table in a synthetic catalog")
     args = ap.parse_args()
@@ -261,7 +268,9 @@ def main():
     print(f"DuckDB {duckdb.__version__}, {os.cpu_count()} cores, {platform.machine()} "
           f"{platform.system()}; tables of 10 columns over {SCHEMAS} schemas, built "
           f"{args.batch} per transaction through DuckLake, one inlined seed row each; "
-          f"{args.commits} measured single-row commits; attach x{args.attach_n}, "
+          f"{args.commits} measured single-row commits "
+          f"({min(args.commits, args.synthetic_commits)} at synthetic sizes); "
+          f"attach x{args.attach_n}, "
           f"cold start x{args.cold_n}; load average {load0:.1f} -> {load1:.1f}")
     if "postgres" in args.only:
         print(f"postgres: {Postgres().version()}, fsync on, synchronous_commit on")
