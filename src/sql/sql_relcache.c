@@ -460,28 +460,19 @@ static uint32_t visible_oid(sql_relcache *rc, uint64_t conn, const char *schema,
 
 mr_status sql_relcache_note_create(sql_relcache *rc, duckdb_connection con, uint64_t conn_id,
                                    const char *schema, const char *table, sql_error *err) {
-  char *qualified = NULL, *lit = NULL;
-  {
-    char *d = sql_quote_ident(rc->dbname), *s = sql_quote_ident(schema),
-         *t = sql_quote_ident(table);
-    sql_strbuf b = {0};
-    if (d && s && t)
-      sql_strbuf_addf(&b, "%s.%s.%s", d, s, t);
-    qualified = sql_strbuf_take(&b);
-    free(d);
-    free(s);
-    free(t);
-  }
-  if (qualified)
-    lit = literal(qualified);
-  free(qualified);
+  /* DESCRIBE through the SQL parser: names are quoted identifiers there
+   * (pragma_table_info's string argument drops doubled quotes) */
+  char *d = sql_quote_ident(rc->dbname), *qs = sql_quote_ident(schema),
+       *qt = sql_quote_ident(table);
   sql_strbuf q = {0};
-  if (lit)
+  if (d && qs && qt)
     sql_strbuf_addf(&q,
-                    "SELECT name, type, \"notnull\", dflt_value IS NOT NULL "
-                    "FROM pragma_table_info(%s) ORDER BY cid",
-                    lit);
-  free(lit);
+                    "SELECT column_name, column_type, \"null\" = 'NO', \"default\" IS NOT NULL "
+                    "FROM (DESCRIBE %s.%s.%s)",
+                    d, qs, qt);
+  free(d);
+  free(qs);
+  free(qt);
   char *sql = sql_strbuf_take(&q);
   rel *r = rel_new(schema, table);
   if (sql == NULL || r == NULL) {

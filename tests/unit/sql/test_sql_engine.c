@@ -394,6 +394,24 @@ static void relations_follow_ddl(void **state) {
                 "T attname:1043,atttypid:20,atttypmod:23,attnum:21|D x,1043,-1,1|C SELECT 1|");
   free(oid);
 
+  /* names that need quoting, NOT NULL and a key, read in the session's
+   * transaction and again by a re-read after a pre-load */
+  ASSERT_RUN(f, "CREATE SCHEMA \"'q' s \"\"x\"\"\"", "C CREATE SCHEMA|");
+  ASSERT_RUN(f,
+             "CREATE TABLE \"'q' s \"\"x\"\"\".ducklake_qq "
+             "(id BIGINT PRIMARY KEY, a VARCHAR NOT NULL, b INTEGER)",
+             "C CREATE TABLE|");
+  const char *quoted_q =
+      "SELECT attname, attnotnull, atthasdef FROM pg_class "
+      "JOIN pg_namespace ON relnamespace = pg_namespace.oid "
+      "JOIN pg_attribute ON pg_class.oid = pg_attribute.attrelid "
+      "WHERE nspname = '''q'' s \"x\"' AND relname = 'ducklake_qq' ORDER BY attnum";
+  const char *quoted_want = "T attname:1043,attnotnull:16,atthasdef:16|"
+                            "D id,t,f|D a,t,f|D b,f,f|C SELECT 3|";
+  ASSERT_RUN_ON(other, quoted_q, quoted_want);
+  PRELOAD(f, "CREATE TABLE public.ducklake_rel_third (x INTEGER)");
+  ASSERT_RUN_ON(other, quoted_q, quoted_want);
+
   /* a dropped table leaves pg_class at its commit */
   PRELOAD(f, "CREATE TABLE public.ducklake_table (table_id BIGINT); "
              "INSERT INTO public.ducklake_table VALUES (7)");
