@@ -367,6 +367,14 @@ fn resolve_store(url: &str, deadline: Option<Duration>) -> Res<Resolved> {
         };
         return Ok(local(store));
     }
+    // reqwest's TLS (rustls) has no crypto provider of its own in this
+    // build: ring's, installed once for the process (aws-lc-rs would build
+    // a large C library from source, minutes of a fresh build)
+    static TLS_PROVIDER: OnceLock<()> = OnceLock::new();
+    TLS_PROVIDER.get_or_init(|| {
+        // an Err means one is installed already: keep it
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
     // Each cloud: a builder from the environment, built twice — SlateDB's
     // client with object_store's default retries, and the probe's.
     type Build = Box<dyn Fn(RetryConfig) -> Result<Arc<dyn ObjectStore>, object_store::Error>>;
@@ -414,6 +422,23 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// An error and its causes on one line: object_store's text stops at
+/// "error sending request", the reason (refused connection, a certificate
+/// from an unknown issuer, ...) is in its source chain.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let t = c.to_string();
+        if !text.contains(&t) {
+            text.push_str(": ");
+            text.push_str(&t);
+        }
+        cause = c.source();
+    }
+    one_line(&text)
+}
+
 /// One LIST under the store's root through the quick-failing client, before
 /// SlateDB opens: SlateDB retries a failing object store forever, so without
 /// this a wrong endpoint, credentials or bucket would only ever show as the
@@ -425,7 +450,7 @@ async fn probe(store: &Arc<dyn ObjectStore>, path: &Path, url: &str) -> Res<()> 
             SDB_UNAVAILABLE,
             format!(
                 "the object store refused {url}: {}",
-                one_line(&e.to_string())
+                with_causes(&e)
             ),
         )),
     }
