@@ -536,6 +536,7 @@ static mr_status entry_load(cat_registry *r, cat_entry *e, bool must_exist, sql_
   e->known = e->schemas[0].hooks;
   sql_commit_hooks route = {e, route_prepare, route_finished, route_known_table};
   sql_engine_set_commit_hooks(e->engine, &route);
+  sql_engine_warm(e->engine);
   fprintf(stderr, "moraine: opened catalog \"%s\": %zu rows", e->name, rows);
   for (size_t i = 1; i < e->nschemas; i++)
     fprintf(stderr, "%s\"%s\"", i == 1 ? ", metadata schemas public, " : ", ", e->schemas[i].name);

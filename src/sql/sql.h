@@ -159,6 +159,11 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out,
                           sql_error *err) MR_MUST_CHECK;
 void sql_engine_close(sql_engine *e);
 
+/* After the pre-load, before serving: reads the tables behind pg_class in
+ * a background thread (the first client statement would do it otherwise).
+ * Once per engine; sql_engine_close waits for it. */
+void sql_engine_warm(sql_engine *e);
+
 /* Registers (or clears, with NULL) the commit hooks; call before serving. */
 void sql_engine_set_commit_hooks(sql_engine *e, const sql_commit_hooks *hooks);
 

@@ -278,9 +278,29 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   return MR_OK;
 }
 
+/* The relation directory's first read, off the start-up path: the server
+ * is ready without it, and a client statement waits for it only while it
+ * is still running (a failure leaves it stale: the statement re-reads and
+ * reports). */
+static void *warm_relations(void *arg) {
+  sql_engine *e = arg;
+  sql_error err;
+  if (sql_relcache_refresh(e->relcache, e->relcache_con, &err) != MR_OK) {
+    /* still stale: the next statement's re-read reports the error */
+  }
+  return NULL;
+}
+
+void sql_engine_warm(sql_engine *e) {
+  if (!e->warm_started)
+    e->warm_started = pthread_create(&e->warm_thread, NULL, warm_relations, e) == 0;
+}
+
 void sql_engine_close(sql_engine *e) {
   if (e == NULL)
     return;
+  if (e->warm_started)
+    pthread_join(e->warm_thread, NULL);
   if (e->admin)
     duckdb_disconnect(&e->admin);
   if (e->relcache_con)

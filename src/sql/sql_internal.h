@@ -46,6 +46,8 @@ struct sql_engine {
   char *dbname;          /* DuckDB database holding the catalog tables */
   sql_relcache *relcache;         /* its tables, for pg_class / pg_attribute */
   duckdb_connection relcache_con; /* re-reads the relcache; under its refresh lock */
+  pthread_t warm_thread; /* sql_engine_warm's first read of the relcache */
+  bool warm_started;
   char *search_path_sql; /* SET search_path = ... for every connection */
   char *version;         /* "15.0 (moraine x.y.z)" */
   sql_size_fn size_fn;   /* pg_database_size's answer; set before serving */
