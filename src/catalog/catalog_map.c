@@ -15,6 +15,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/mr_format.h"
+
 /*
  * X(name, role, kind, field, ddl): one row per DuckLake v1.0 table. The DDL
  * is the table as DuckLake 1.5.5 creates it through moraine (what the load
@@ -576,24 +578,6 @@ static bool is_timestamptz(const char *t) {
          (strcasecmp(t, "TIMESTAMP WITH TIME ZONE") == 0 || strcasecmp(t, "TIMESTAMPTZ") == 0);
 }
 
-/* Decimal text of v into buf (at least 21 bytes), without printf: a load
- * formats millions of ids. */
-static void format_i64(int64_t v, char *buf) {
-  char tmp[24];
-  size_t n = 0;
-  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-  do {
-    tmp[n++] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  char *o = buf;
-  if (v < 0)
-    *o++ = '-';
-  while (n)
-    *o++ = tmp[--n];
-  *o = '\0';
-}
-
 static bool is_uuid(const char *t) {
   return t && strcasecmp(t, "UUID") == 0;
 }
@@ -847,18 +831,18 @@ mr_status catalog_get_field(const ProtobufCMessage *m, const ProtobufCFieldDescr
     if (is_timestamptz(duck_type))
       format_timestamptz(*(const int64_t *)src, buf, sizeof buf);
     else
-      format_i64(*(const int64_t *)src, buf);
+      mr_format_i64(*(const int64_t *)src, buf);
     break;
   case PROTOBUF_C_TYPE_UINT64:
   case PROTOBUF_C_TYPE_FIXED64:
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)*(const uint64_t *)src);
+    mr_format_u64(*(const uint64_t *)src, buf);
     break;
   case PROTOBUF_C_TYPE_UINT32:
-    snprintf(buf, sizeof buf, "%u", *(const uint32_t *)src);
+    mr_format_u64(*(const uint32_t *)src, buf);
     break;
   case PROTOBUF_C_TYPE_ENUM:
   case PROTOBUF_C_TYPE_INT32:
-    format_i64(*(const int32_t *)src, buf);
+    mr_format_i64(*(const int32_t *)src, buf);
     break;
   case PROTOBUF_C_TYPE_BOOL:
     text = *(const protobuf_c_boolean *)src ? "true" : "false";

@@ -73,25 +73,29 @@ static bool vector_text(sql_strbuf *b, const pg_coltype *ct, duckdb_vector vec, 
   void *data = duckdb_vector_get_data(vec);
   if (ct->oid == PG_OID_TID && ct->duck == DUCKDB_TYPE_BIGINT) {
     int64_t rid = ((int64_t *)data)[row];
-    sql_strbuf_addf(b, "(%lld,%lld)", (long long)(rid / PG_TID_PER_BLOCK),
-                    (long long)(rid % PG_TID_PER_BLOCK));
+    sql_strbuf_add(b, "(");
+    sql_strbuf_add_i64(b, rid / PG_TID_PER_BLOCK);
+    sql_strbuf_add(b, ",");
+    sql_strbuf_add_i64(b, rid % PG_TID_PER_BLOCK);
+    sql_strbuf_add(b, ")");
     return true;
   }
+  /* integers without printf: a catalog answer can hold 100,000s of them */
   switch (ct->duck) {
   case DUCKDB_TYPE_BOOLEAN:
     sql_strbuf_add(b, ((bool *)data)[row] ? "t" : "f");
     return true;
   case DUCKDB_TYPE_TINYINT:
-    sql_strbuf_addf(b, "%d", ((int8_t *)data)[row]);
+    sql_strbuf_add_i64(b, ((int8_t *)data)[row]);
     return true;
   case DUCKDB_TYPE_SMALLINT:
-    sql_strbuf_addf(b, "%d", ((int16_t *)data)[row]);
+    sql_strbuf_add_i64(b, ((int16_t *)data)[row]);
     return true;
   case DUCKDB_TYPE_INTEGER:
-    sql_strbuf_addf(b, "%d", ((int32_t *)data)[row]);
+    sql_strbuf_add_i64(b, ((int32_t *)data)[row]);
     return true;
   case DUCKDB_TYPE_BIGINT:
-    sql_strbuf_addf(b, "%" PRId64, ((int64_t *)data)[row]);
+    sql_strbuf_add_i64(b, ((int64_t *)data)[row]);
     return true;
   case DUCKDB_TYPE_VARCHAR: {
     duckdb_string_t *s = &((duckdb_string_t *)data)[row];

@@ -1,6 +1,7 @@
 /* sql_util.c — the string helpers of sql_util.h. */
 #include "sql/sql_util.h"
 
+#include "base/mr_format.h"
 #include "base/mr_grow.h"
 
 #include <stdarg.h>
@@ -78,6 +79,11 @@ void sql_strbuf_addf(sql_strbuf *b, const char *fmt, ...) {
   vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
   va_end(ap);
   b->len += (size_t)n;
+}
+
+void sql_strbuf_add_i64(sql_strbuf *b, int64_t v) {
+  char d[MR_INT_CHARS];
+  sql_strbuf_addn(b, d, mr_format_i64(v, d));
 }
 
 void sql_strbuf_add_u8(sql_strbuf *b, uint8_t v) {

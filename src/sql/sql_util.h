@@ -28,6 +28,7 @@ typedef struct sql_strbuf {
 void sql_strbuf_addn(sql_strbuf *b, const void *data, size_t n);
 void sql_strbuf_add(sql_strbuf *b, const char *s);
 void sql_strbuf_addf(sql_strbuf *b, const char *fmt, ...) MR_PRINTF(2, 3);
+void sql_strbuf_add_i64(sql_strbuf *b, int64_t v); /* decimal text */
 void sql_strbuf_add_u8(sql_strbuf *b, uint8_t v);
 void sql_strbuf_add_be16(sql_strbuf *b, uint16_t v);
 void sql_strbuf_add_be32(sql_strbuf *b, uint32_t v);
