@@ -67,7 +67,8 @@ def test_sslmode_require_and_verify_full(certs):
             assert con.pgconn.ssl_in_use
             assert con.execute("SELECT 1").fetchone() == (1,)
             pid = con.info.backend_pid
-        assert f"connection {pid} opened from 127.0.0.1:" in s.log()
+        # the line is the server's; the test's reader thread may not have it yet
+        assert s.wait_log(f"connection {pid} opened from 127.0.0.1:"), s.log()
         assert [l for l in s.lines if f"connection {pid} opened" in l][0].endswith(", TLS, role write")
         with psycopg.connect(s.dsn(sslmode="verify-full", sslrootcert=str(certs["ca"])),
                              autocommit=True) as con:
@@ -152,7 +153,7 @@ def test_broken_tls_preambles_leave_the_server_serving(certs):
         # and everyone else is served all along
         with psycopg.connect(s.dsn(sslmode="require"), autocommit=True) as con:
             assert con.execute("SELECT 1").fetchone() == (1,)
-        assert "TLS handshake failed" in s.log()
+        assert s.wait_log("TLS handshake failed"), s.log()
     finally:
         assert s.stop() == 0
 
