@@ -368,8 +368,8 @@ fn resolve_store(url: &str, deadline: Option<Duration>) -> Res<Resolved> {
         return Ok(local(store));
     }
     // reqwest's TLS (rustls) has no crypto provider of its own in this
-    // build: ring's, installed once for the process (aws-lc-rs would build
-    // a large C library from source, minutes of a fresh build)
+    // build: ring's, installed once for the process (aws-lc-rs, the other
+    // choice, builds a large C library from source; see Cargo.toml)
     static TLS_PROVIDER: OnceLock<()> = OnceLock::new();
     TLS_PROVIDER.get_or_init(|| {
         // an Err means one is installed already: keep it
