@@ -393,15 +393,6 @@ static char *expand(const char *tmpl, const char *db_lit, const char *ver_lit,
   return sql_strbuf_take(&b);
 }
 
-static char *literal(const char *s) {
-  sql_strbuf b = {0};
-  sql_strbuf_add(&b, "'");
-  for (; *s; s++)
-    sql_strbuf_add(&b, *s == '\'' ? "''" : (char[]){*s, 0});
-  sql_strbuf_add(&b, "'");
-  return sql_strbuf_take(&b);
-}
-
 static mr_status fill_pg_type(duckdb_connection con, sql_error *err) {
   sql_strbuf b = {0};
   sql_strbuf_add(&b, "INSERT INTO " SQL_PGCAT_DB ".main.pg_type VALUES ");
@@ -440,9 +431,9 @@ mr_status sql_pgcatalog_install(duckdb_connection con, const char *dbname, const
     k++;
   }
   number[k] = '\0';
-  char *db_lit = literal(dbname);
-  char *ver_lit = literal(full_version);
-  char *num_lit = literal(number);
+  char *db_lit = sql_quote_literal(dbname);
+  char *ver_lit = sql_quote_literal(full_version);
+  char *num_lit = sql_quote_literal(number);
   if (!db_lit || !ver_lit || !num_lit)
     rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   for (size_t i = 0; rc == MR_OK && catalog_sql[i]; i++) {

@@ -40,6 +40,7 @@ typedef struct rel {
 typedef struct relset {
   atomic_size_t refs;
   size_t n;
+  size_t ncols; /* columns of all its rels: the attribute scan's row count */
   rel **v;
 } relset;
 
@@ -123,16 +124,19 @@ static relset *apply_ops(const relset *base, const pending_op *ops, size_t nops)
     s->v[s->n++] = base->v[i];
     atomic_fetch_add(&base->v[i]->refs, 1);
   }
+  s->ncols = base->ncols;
   for (size_t k = 0; k < nops; k++) {
     size_t i = 0;
     while (i < s->n && !same_name(s->v[i], ops[k].schema, ops[k].name))
       i++;
     if (i < s->n) { /* replaced or dropped: out of this set */
+      s->ncols -= s->v[i]->ncols;
       rel_unref(s->v[i]);
       s->v[i] = s->v[--s->n];
     }
     if (ops[k].created) {
       s->v[s->n++] = ops[k].created;
+      s->ncols += ops[k].created->ncols;
       atomic_fetch_add(&ops[k].created->refs, 1);
     }
   }
@@ -254,22 +258,12 @@ static mr_status oom(sql_error *err) {
   return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
 }
 
-/* String literal of s (single quotes doubled). Caller frees. */
-static char *literal(const char *s) {
-  sql_strbuf b = {0};
-  sql_strbuf_add(&b, "'");
-  for (; *s; s++)
-    sql_strbuf_addn(&b, *s == '\'' ? "''" : s, *s == '\'' ? 2 : 1);
-  sql_strbuf_add(&b, "'");
-  return sql_strbuf_take(&b);
-}
-
 /* Every table of the database with its columns, through con: a new set
  * whose rels have no oid yet. Rows come ordered by table, then column. */
 static mr_status read_all(sql_relcache *rc, duckdb_connection con, relset **out,
                           sql_error *err) {
   *out = NULL;
-  char *db = literal(rc->dbname);
+  char *db = sql_quote_literal(rc->dbname);
   sql_strbuf q = {0};
   sql_strbuf_addf(&q,
                   "SELECT schema_name, table_name, column_name, data_type, NOT is_nullable, "
@@ -327,6 +321,8 @@ static mr_status read_all(sql_relcache *rc, duckdb_connection con, relset **out,
       char *type = ok ? vec_strdup(v[3], i) : NULL;
       ok = ok && type && add_col(r, &colcap, vec_strdup(v[2], i), type, vec_bool(v[4], i),
                                  vec_bool(v[5], i));
+      if (ok)
+        s->ncols++;
       free(type);
     }
     duckdb_destroy_data_chunk(&ch);
@@ -584,12 +580,7 @@ static void add_result(duckdb_bind_info info, const char *name, duckdb_type t) {
  * guesses as for a large table). */
 static idx_t rows_of(sql_relcache *rc, bool columns) {
   pthread_mutex_lock(&rc->mu);
-  idx_t n = rc->cur->n;
-  if (columns) {
-    n = 0;
-    for (size_t i = 0; i < rc->cur->n; i++)
-      n += rc->cur->v[i]->ncols;
-  }
+  idx_t n = columns ? rc->cur->ncols : rc->cur->n;
   pthread_mutex_unlock(&rc->mu);
   return n;
 }

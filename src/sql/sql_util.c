@@ -81,6 +81,15 @@ void sql_strbuf_addf(sql_strbuf *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
+char *sql_quote_literal(const char *s) {
+  sql_strbuf b = {0};
+  sql_strbuf_add(&b, "'");
+  for (; *s; s++)
+    sql_strbuf_addn(&b, *s == '\'' ? "''" : s, *s == '\'' ? 2 : 1);
+  sql_strbuf_add(&b, "'");
+  return sql_strbuf_take(&b);
+}
+
 void sql_strbuf_add_i64(sql_strbuf *b, int64_t v) {
   char d[MR_INT_CHARS];
   sql_strbuf_addn(b, d, mr_format_i64(v, d));

@@ -16,6 +16,9 @@ char *sql_strdup(const char *s);
 char *sql_strndup(const char *s, size_t n);
 /* Removes surrounding quote chars q and undoubles inner ones. */
 char *sql_unquote(const char *s, size_t n, char q);
+/* s as an SQL string literal ('...', single quotes doubled). Caller frees;
+ * NULL when out of memory. */
+char *sql_quote_literal(const char *s);
 
 /* A growing buffer; `failed` is sticky after an allocation failure. */
 typedef struct sql_strbuf {
