@@ -430,6 +430,13 @@ static void relations_follow_ddl(void **state) {
   ASSERT_RUN(f, "COMMIT", "C COMMIT|");
   ASSERT_RUN_ON(other, "SELECT count(*) FROM pg_class WHERE relname = 'ducklake_inlined_data_7_1'",
                 "T count_star():20|D 0|C SELECT 1|");
+  /* the directory's table functions serve the views, never a client */
+  char *direct = run(f, "SELECT * FROM moraine_pg_attribute()");
+  assert_non_null(strstr(direct, "ERR 42501"));
+  free(direct);
+  direct = run(f, "SELECT oid FROM moraine_pg_class()");
+  assert_non_null(strstr(direct, "ERR 42501"));
+  free(direct);
   sql_session_close(other);
   sql_engine_set_commit_hooks(f->e, NULL);
   sql_strbuf_free(&h.seen);
