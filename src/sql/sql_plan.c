@@ -566,6 +566,7 @@ static void plan_free(sql_plan *pl) {
     free(pl->ddl.cols[i].type);
   }
   free(pl->ddl.cols);
+  sql_hist_needs_free(&pl->hist);
 }
 
 void sql_plans_free(sql_plans *p) {
@@ -669,6 +670,8 @@ mr_status sql_plan_query(const char *query, const sql_plan_env *env, sql_plans *
     }
     planner p = {env, err, pl->text, NULL, 0};
     rc = plan_node(&p, raw->stmt, pl);
+    if (rc == MR_OK)
+      rc = sql_history_analyze(raw->stmt, &pl->hist, err);
     for (size_t j = 0; j < p.nctes; j++)
       free(p.ctes[j]);
     free(p.ctes);

@@ -31,6 +31,7 @@
 #include <stddef.h>
 
 #include "sql/sql.h"
+#include "sql/sql_history.h"
 #include "sql/sql_lex.h"
 
 /* What DDL an admitted CREATE / DROP is, once the tree has been read. */
@@ -76,6 +77,7 @@ typedef struct sql_plan {
   sql_dml_target dml;   /* SQL_KIND_DML: target and RETURNING */
   sql_ddl ddl;          /* SQL_KIND_DDL */
   bool begin_read_only; /* SQL_KIND_BEGIN: READ ONLY requested */
+  sql_hist_needs hist;  /* the catalog history it may read (sql_history.h) */
 } sql_plan;
 
 typedef struct sql_plans {
