@@ -22,6 +22,7 @@
 
 #include "base/mr_error.h"
 #include "sql/sql.h"
+#include "sql/sql_history.h"
 #include "store/store.h"
 
 typedef struct catalog catalog;
@@ -38,6 +39,22 @@ void catalog_free(catalog *c);
  * number of rows loaded.
  */
 mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) MR_MUST_CHECK;
+
+/*
+ * History residency (issue 13; catalog_history.c). With lazy set (the
+ * server sets it; tools that export leave it off), catalog_load and
+ * catalog_reload materialize the current catalog, every snapshot from
+ * snapshot_tail below the head up, and the history of schemas,
+ * tables, views, macros, columns, partitions and sorts; old snapshots and
+ * ended data / delete file versions stay in the store until a statement
+ * may read them. catalog_history_ensure is the engine's sql_history_fn:
+ * it loads, through the pre-load API, the snapshots and the tables' ended
+ * file versions the needs name (all of a class when they name none), each
+ * at most once, and logs what it loaded with the store keys it read.
+ */
+void catalog_set_lazy_history(catalog *c, bool lazy, uint64_t snapshot_tail);
+mr_status catalog_history_ensure(catalog *c, const sql_hist_needs *needs, bool *loaded,
+                                 sql_error *err);
 
 /*
  * A read replica's catch-up, whole (catalog_follow.c): loads the catalog

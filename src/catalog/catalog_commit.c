@@ -961,13 +961,17 @@ mr_status catalog_open(store *st, sql_engine *e, catalog **out, mr_error *err) {
     return mr_fail(err, MR_ERR_NOMEM, "catalog: out of memory");
   c->st = st;
   c->e = e;
+  pthread_mutex_init(&c->hist_mu, NULL);
   *out = c;
   return MR_OK;
 }
 
 void catalog_free(catalog *c) {
-  if (c)
-    cat_inline_names_free(c);
+  if (c == NULL)
+    return;
+  cat_inline_names_free(c);
+  cat_history_free(&c->hist);
+  pthread_mutex_destroy(&c->hist_mu);
   free(c);
 }
 

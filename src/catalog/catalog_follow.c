@@ -154,6 +154,8 @@ mr_status catalog_reload(catalog *c, store_head *reached, size_t *nrows, mr_erro
   memset(&scratch, 0, sizeof scratch);
   scratch.st = view;
   scratch.e = c->e;
+  scratch.lazy_history = c->lazy_history;
+  scratch.snapshot_tail = c->snapshot_tail;
   snprintf(scratch.schema, sizeof scratch.schema, "moraine_reload_%u",
            atomic_fetch_add(&scratch_seq, 1));
   char drop[128];
@@ -176,8 +178,17 @@ mr_status catalog_reload(catalog *c, store_head *reached, size_t *nrows, mr_erro
     if (engine_exec(c, drop, &ignored) != MR_OK)
       break; /* the next load would find the scratch tables: give up this round */
   }
+  /* no history load may run between the swap and the residency it gives */
+  pthread_mutex_lock(&c->hist_mu);
   if (rc == MR_OK && scratch.spec_tables)
     rc = swap_in(c, &scratch, err);
+  if (rc == MR_OK && scratch.spec_tables) {
+    cat_history_free(&c->hist);
+    c->hist = scratch.hist;
+    memset(&scratch.hist, 0, sizeof scratch.hist);
+  }
+  pthread_mutex_unlock(&c->hist_mu);
+  cat_history_free(&scratch.hist);
   if (engine_exec(c, drop, &ignored) != MR_OK)
     fprintf(stderr, "moraine: catalog reload: cannot drop the scratch schema %s: %s\n",
             scratch.schema, ignored.msg);

@@ -5,7 +5,33 @@
 #ifndef MR_CATALOG_INTERNAL_H
 #define MR_CATALOG_INTERNAL_H
 
+#include <pthread.h>
+
 #include "catalog/catalog.h"
+
+/* A growing set of ids (small; searched linearly). */
+typedef struct cat_idset {
+  uint64_t *v;
+  size_t n, cap;
+} cat_idset;
+
+/* What a lazy load left out of the engine, and what was loaded since. */
+typedef struct cat_history {
+  bool lazy;           /* the load left history out */
+  uint64_t h0;         /* the load's head snapshot */
+  uint64_t snap_floor; /* snapshots below it were left out */
+  bool snap_all;       /* ... and have all been loaded since */
+  cat_idset snap_points;
+  bool files_all[2]; /* data_file, delete_file: every ended version loaded */
+  cat_idset file_tables[2];
+} cat_history;
+
+/* The lazy parts of a load (catalog_history.c): the snapshot records from
+ * the floor up, and the history of every versioned kind but files. */
+mr_status cat_history_load(catalog *c, store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
+/* Makes c's residency what a load just gave (lazy or not); frees the old. */
+void cat_history_reset(cat_history *h, bool lazy, uint64_t h0, uint64_t tail);
+void cat_history_free(cat_history *h);
 
 struct catalog {
   store *st;
@@ -21,6 +47,14 @@ struct catalog {
   size_t passes;
   int64_t last_pass_us;
   unsigned follow_conflicts; /* catch-ups in a row the writer outran */
+  /* History residency (catalog_history.c). lazy_history: loads leave old
+   * snapshots and ended file versions in the store (set by the server;
+   * tools that export load everything). hist: what the last load left out
+   * and what has been loaded since, under hist_mu. */
+  bool lazy_history;
+  uint64_t snapshot_tail; /* snapshots a lazy load keeps below its head */
+  pthread_mutex_t hist_mu;
+  cat_history hist;
 };
 
 /* Reads sys/maintenance_status into c->passes / c->last_pass_us (a

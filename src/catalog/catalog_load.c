@@ -1,6 +1,7 @@
 /*
- * catalog_load.c — materializes the whole retained catalog from the store
- * into the embedded DuckDB before serving: the 28 ducklake_* tables
+ * catalog_load.c — materializes the retained catalog from the store into
+ * the embedded DuckDB before serving (all of it, or without the history a
+ * lazy load leaves in the store: catalog_history.c): the 28 ducklake_* tables
  * (snapshot records, current and history entities with their embedded
  * children, unversioned records, tag and option entries, schema versions)
  * and every inlined data / delete table, through sql.h's pre-load API.
@@ -517,8 +518,10 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
     free(sql);
     free(qs);
   }
-  static const mr_subspace order[] = {MR_SS_SNAPSHOT, MR_SS_CURRENT, MR_SS_HISTORY, MR_SS_INLINE,
-                                      MR_SS_SCHEMA_VERSION};
+  /* snapshots and history: all, or what a lazy load keeps (catalog_history.c) */
+  if (!rc)
+    rc = cat_history_load(c, visit, &l, err);
+  static const mr_subspace order[] = {MR_SS_CURRENT, MR_SS_INLINE, MR_SS_SCHEMA_VERSION};
   for (size_t i = 0; !rc && i < sizeof order / sizeof order[0]; i++)
     rc = store_load_subspace(c->st, order[i], visit, &l, err);
   if (!rc)

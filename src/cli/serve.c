@@ -56,6 +56,7 @@ static const char serve_usage[] =
     "                     [--default-database NAME] [--unknown-databases create|refuse]\n"
     "                     [--catalog-idle-timeout SECONDS]\n"
     "                     [--replica [--follow-interval MS]] [--changelog-window N]\n"
+    "                     [--resident-snapshots N]\n"
     "  --store URL           catalog store root: file://DIR, s3://BUCKET/PREFIX,\n"
     "                        gs://BUCKET/PREFIX, az://CONTAINER/PREFIX or memory://\n"
     "                        (default file://./moraine-data); each database is its own\n"
@@ -77,6 +78,10 @@ static const char serve_usage[] =
     "  --changelog-window N  keep the changelog records of the last N snapshots (default\n"
     "                        1024): a replica (or moraine watch) further behind than that\n"
     "                        loads the whole catalog again\n"
+    "  --resident-snapshots N\n"
+    "                        snapshots kept in memory below the newest (default 1000);\n"
+    "                        older ones and ended data / delete file versions load from\n"
+    "                        the store when a statement reads them (docs/operations.md)\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
     "  --users-file FILE     users who may connect, each with a role (read or write) and a\n"
     "                        SCRAM-SHA-256 verifier (moraine user add; docs/operations.md);\n"
@@ -244,7 +249,7 @@ int cli_serve(int argc, char **argv) {
   const char *idle_timeout = NULL;
   const char *gc_interval = NULL, *gc_min_age = NULL;
   bool log_commit_phases = false, tls_required = false, replica = false;
-  const char *follow_interval = NULL, *changelog_window = NULL;
+  const char *follow_interval = NULL, *changelog_window = NULL, *resident_snapshots = NULL;
   serve_reloadable reloadable = {NULL, NULL};
   const char *tls_cert = NULL, *tls_key = NULL;
   for (int i = 1; i < argc; i++) {
@@ -286,6 +291,7 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--gc-min-age") == 0       ? &gc_min_age
                         : strcmp(a, "--follow-interval") == 0  ? &follow_interval
                         : strcmp(a, "--changelog-window") == 0 ? &changelog_window
+                        : strcmp(a, "--resident-snapshots") == 0 ? &resident_snapshots
                                                                : NULL;
     if (slot == NULL) {
       fprintf(stderr, "moraine: serve: unknown option '%s' (see moraine serve --help)\n", a);
@@ -393,6 +399,18 @@ int cli_serve(int argc, char **argv) {
     }
     window = v;
   }
+  uint64_t snapshot_tail = 1000;
+  if (resident_snapshots) {
+    char *end;
+    unsigned long long v = strtoull(resident_snapshots, &end, 10);
+    if (*resident_snapshots == '\0' || *resident_snapshots == '-' || *end != '\0' ||
+        v > 1000000000ULL) {
+      fprintf(stderr, "moraine: serve: --resident-snapshots wants a number of snapshots "
+                      "(0 to 1000000000), got '%s'\n", resident_snapshots);
+      return 2;
+    }
+    snapshot_tail = v;
+  }
   uint64_t gc_interval_ms = 0, gc_min_age_ms = 0; /* 0: kv.h's defaults */
   if (gc_interval && (gc_interval_ms = parse_seconds(gc_interval)) == 0) {
     fprintf(stderr, "moraine: serve: --gc-interval wants seconds (0.001 to 86400), got '%s'\n",
@@ -492,6 +510,7 @@ int cli_serve(int argc, char **argv) {
       .default_hooks = {on_fenced, on_reload, NULL, NULL},
       .replica = replica,
       .follow_ms = follow_ms,
+      .snapshot_tail = snapshot_tail,
   };
   /* Claim the port before the (possibly long) load, so a taken port fails
    * at once with one line; nothing is accepted until pg_server_run. */

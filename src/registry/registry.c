@@ -308,6 +308,8 @@ static mr_status schema_open(cat_registry *r, cat_entry *e, const char *name, bo
   }
   if (rc == MR_OK)
     rc = catalog_open(s->st, e->engine, &s->cat, &me);
+  if (rc == MR_OK)
+    catalog_set_lazy_history(s->cat, true, r->cfg.snapshot_tail); /* start: not all history */
   if (rc == MR_OK && strcmp(name, "public") != 0)
     rc = catalog_set_schema(s->cat, name, &me);
   if (rc == MR_OK && load) /* a replica's store moves under its reader: load from a view */
@@ -497,6 +499,33 @@ static void route_finished(void *ctx, const sql_changes *changes, bool committed
     s->hooks.finished(s->hooks.ctx, changes, committed);
 }
 
+/* History needs go to the catalog of each metadata schema they name
+ * (unqualified: public); a schema with no catalog has nothing lazy. */
+static mr_status route_history(void *ctx, const sql_hist_needs *needs, bool *loaded,
+                               sql_error *err) {
+  cat_entry *e = ctx;
+  *loaded = false;
+  sql_hist_need *sub = malloc(needs->n * sizeof *sub);
+  if (sub == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, "53200", "out of memory");
+  mr_status rc = MR_OK;
+  for (size_t i = 0; rc == MR_OK && i < e->nschemas; i++) {
+    cat_schema *s = &e->schemas[i];
+    sql_hist_needs mine = {sub, 0};
+    for (size_t j = 0; j < needs->n; j++) {
+      const char *name = needs->v[j].schema ? needs->v[j].schema : "public";
+      if (strcmp(name, s->name) == 0)
+        sub[mine.n++] = needs->v[j];
+    }
+    bool more = false;
+    if (mine.n && s->cat)
+      rc = catalog_history_ensure(s->cat, &mine, &more, err);
+    *loaded = *loaded || more;
+  }
+  free(sub);
+  return rc;
+}
+
 static bool route_known_table(void *ctx, const char *table) {
   cat_entry *e = ctx;
   return e->known.known_table && e->known.known_table(e->known.ctx, table);
@@ -536,6 +565,7 @@ static mr_status entry_load(cat_registry *r, cat_entry *e, bool must_exist, sql_
   e->known = e->schemas[0].hooks;
   sql_commit_hooks route = {e, route_prepare, route_finished, route_known_table};
   sql_engine_set_commit_hooks(e->engine, &route);
+  sql_engine_set_history_fn(e->engine, route_history, e);
   sql_engine_warm(e->engine);
   fprintf(stderr, "moraine: opened catalog \"%s\": %zu rows", e->name, rows);
   for (size_t i = 1; i < e->nschemas; i++)

@@ -75,6 +75,9 @@ typedef struct cat_registry_config {
    * follow_ms, applying the writer's new commits (catalog_follow). */
   bool replica;
   unsigned follow_ms;
+  /* Snapshots each catalog keeps in the engine below its head; older ones
+   * and ended file versions load when a statement reads them (catalog.h). */
+  uint64_t snapshot_tail;
 } cat_registry_config;
 
 /*

@@ -174,6 +174,16 @@ typedef mr_status (*sql_size_fn)(void *ctx, uint64_t *bytes, mr_error *err);
  * pg_database_size fails with a clear message. */
 void sql_engine_set_size_fn(sql_engine *e, sql_size_fn fn, void *ctx);
 
+/* History residency (sql_history.h). Before a statement that may read
+ * catalog history runs, the engine hands its needs to the layer that owns
+ * the catalog, which loads what is not resident yet through the pre-load
+ * API and sets *loaded when it added rows. Called from session threads,
+ * concurrently; without one, every needed row is assumed resident. */
+struct sql_hist_needs;
+typedef mr_status (*sql_history_fn)(void *ctx, const struct sql_hist_needs *needs, bool *loaded,
+                                    sql_error *err);
+void sql_engine_set_history_fn(sql_engine *e, sql_history_fn fn, void *ctx);
+
 /* Pre-load: runs SQL outside any session (no capture, no hooks). */
 mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) MR_MUST_CHECK;
 /* The same for statements over rows only (SELECT, INSERT, DELETE; never

@@ -176,6 +176,11 @@ static mr_status register_catalog_bytes(sql_engine *e, sql_error *err) {
   return MR_OK;
 }
 
+void sql_engine_set_history_fn(sql_engine *e, sql_history_fn fn, void *ctx) {
+  e->history_fn = fn;
+  e->history_ctx = ctx;
+}
+
 void sql_engine_set_size_fn(sql_engine *e, sql_size_fn fn, void *ctx) {
   e->size_fn = fn;
   e->size_ctx = ctx;

@@ -121,7 +121,19 @@ static bool refers_to(const PgQuery__Node *n, const level *lv, const item *me, c
   return true;
 }
 
-/* An integer constant, through casts. */
+static bool parse_i64(const char *s, int64_t *v) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(s, &end, 10);
+  if (errno || end == s || *end != '\0')
+    return false;
+  *v = (int64_t)x;
+  return true;
+}
+
+/* An integer constant, through casts; also a string constant that is one
+ * ('1' compared with a BIGINT column is 1: the postgres extension pushes
+ * its filters down this way). */
 static bool int_const(const PgQuery__Node *n, int64_t *v) {
   while (n && n->node_case == PG_QUERY__NODE__NODE_TYPE_CAST)
     n = n->type_cast->arg;
@@ -132,15 +144,10 @@ static bool int_const(const PgQuery__Node *n, int64_t *v) {
     *v = c->ival->ival;
     return true;
   }
-  if (c->val_case == PG_QUERY__A__CONST__VAL_FVAL && c->fval->fval) { /* beyond int32 */
-    char *end;
-    errno = 0;
-    long long x = strtoll(c->fval->fval, &end, 10);
-    if (errno || *end != '\0')
-      return false;
-    *v = (int64_t)x;
-    return true;
-  }
+  if (c->val_case == PG_QUERY__A__CONST__VAL_FVAL && c->fval->fval) /* beyond int32 */
+    return parse_i64(c->fval->fval, v);
+  if (c->val_case == PG_QUERY__A__CONST__VAL_SVAL && c->sval->sval)
+    return parse_i64(c->sval->sval, v);
   return false;
 }
 
@@ -413,16 +420,21 @@ static bool was_handled(const hist *h, const PgQuery__RangeVar *rv) {
   return false;
 }
 
-static void add_need(hist *h, int cls, int64_t bound, int64_t *ids, size_t nids) {
+static void add_need(hist *h, const PgQuery__RangeVar *rv, int cls, int64_t bound, int64_t *ids,
+                     size_t nids) {
   sql_hist_needs *o = h->out;
-  sql_hist_need *v = realloc(o->v, (o->n + 1) * sizeof *v);
+  char *schema = NULL;
+  if (rv->schemaname && rv->schemaname[0] && (schema = strdup(rv->schemaname)) == NULL)
+    h->oom = true;
+  sql_hist_need *v = h->oom ? NULL : realloc(o->v, (o->n + 1) * sizeof *v);
   if (v == NULL) {
     free(ids);
+    free(schema);
     h->oom = true;
     return;
   }
   o->v = v;
-  o->v[o->n++] = (sql_hist_need){(sql_hist_class)cls, bound, ids, nids};
+  o->v[o->n++] = (sql_hist_need){(sql_hist_class)cls, bound, ids, nids, schema};
 }
 
 /* The need of history item `me` of level lv, whose WHERE is `where`. */
@@ -451,7 +463,7 @@ static void item_need(hist *h, const level *lv, const item *me, const PgQuery__N
     free(ids);
     return;
   }
-  add_need(h, me->cls, bound, ids, nids);
+  add_need(h, me->rv, me->cls, bound, ids, nids);
 }
 
 static void analyze_level(hist *h, const PgQuery__Node *const *from, size_t nfrom,
@@ -502,7 +514,7 @@ static void visit(hist *h, const ProtobufCMessage *m, int depth) {
     const PgQuery__RangeVar *rv = (const PgQuery__RangeVar *)m;
     int cls = sql_hist_class_of(rv->relname);
     if (cls >= 0 && !was_handled(h, rv)) /* read outside a FROM we understand */
-      add_need(h, cls, SQL_HIST_UNBOUNDED, NULL, 0);
+      add_need(h, rv, cls, SQL_HIST_UNBOUNDED, NULL, 0);
   }
   /* every sub-message, as the planner's walk (sql_plan.c) */
   const char *base = (const char *)m;
@@ -539,8 +551,10 @@ mr_status sql_history_analyze(const void *stmt_node, sql_hist_needs *out, sql_er
 }
 
 void sql_hist_needs_free(sql_hist_needs *n) {
-  for (size_t i = 0; i < n->n; i++)
+  for (size_t i = 0; i < n->n; i++) {
     free(n->v[i].ids);
+    free(n->v[i].schema);
+  }
   free(n->v);
   n->v = NULL;
   n->n = 0;

@@ -58,6 +58,7 @@ typedef struct sql_hist_need {
    * each); files: the table ids. nids == 0: not limited. Owned. */
   int64_t *ids;
   size_t nids;
+  char *schema; /* the table's schema as written; NULL: unqualified. Owned. */
 } sql_hist_need;
 
 typedef struct sql_hist_needs {

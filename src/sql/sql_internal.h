@@ -52,6 +52,8 @@ struct sql_engine {
   char *version;         /* "15.0 (moraine x.y.z)" */
   sql_size_fn size_fn;   /* pg_database_size's answer; set before serving */
   void *size_ctx;
+  sql_history_fn history_fn; /* history residency (sql_history.h); set before serving */
+  void *history_ctx;
 };
 
 /* ---- change capture (sql_capture.c) ------------------------------------ */

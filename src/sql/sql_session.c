@@ -860,6 +860,35 @@ static mr_status run_guc_command(sql_session *s, const sql_plan *pl, const sql_s
   return rc;
 }
 
+/*
+ * Before a statement that may read catalog history: the history it needs
+ * is made resident (sql_history.h). Rows the load appends are invisible to
+ * a DuckDB transaction that began before it, so an open transaction that
+ * has only read restarts its DuckDB transaction (its conflict anchor,
+ * begin_seq, stays: a commit that landed meanwhile still fails its COMMIT).
+ * One that has written or run DDL cannot restart without losing that: it
+ * fails 40001, and its retry finds the history resident.
+ */
+static mr_status history_resident(sql_session *s, const sql_hist_needs *h, sql_error *err) {
+  if (h->n == 0 || s->e->history_fn == NULL)
+    return MR_OK;
+  bool loaded = false;
+  mr_status rc = s->e->history_fn(s->e->history_ctx, h, &loaded, err);
+  if (rc || !loaded || s->status != 'T')
+    return rc;
+  if (s->cap.n > 0 || s->txn_ddl)
+    return sql_fail(err, MR_ERR_CONFLICT, SQLSTATE_SERIALIZATION_FAILURE,
+                    "catalog history was loaded while this transaction held changes; retry it");
+  sql_error ignore;
+  if (txn_exec(s, SQL_TXN_ROLLBACK, &ignore)) {
+    /* DuckDB had no transaction open: BEGIN below opens one */
+  }
+  rc = txn_exec(s, SQL_TXN_BEGIN, err);
+  if (rc)
+    s->status = 'E';
+  return rc;
+}
+
 /* One admitted statement (of a simple query, or a session command of the
  * extended protocol). An autocommit statement gets its own implicit
  * transaction. */
@@ -909,6 +938,9 @@ static mr_status run_plan(sql_session *s, const sql_plan *pl, const sql_sink *si
      * capture to collect, nothing to hand to the store. (Only simple-query
      * reads get here idle: an extended-protocol Execute keeps its implicit
      * transaction up to Sync, as PostgreSQL.) */
+    rc = history_resident(s, &pl->hist, err);
+    if (rc)
+      return rc;
     if (s->status == 'I' && pl->kind == SQL_KIND_OTHER)
       return run_in_duckdb(s, pl, sink, err);
     bool autocommit = s->status == 'I';
@@ -1298,6 +1330,8 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
                     "bind message has %zu parameter formats but %zu parameters", nparam_formats,
                     nparams);
   mr_status rc = read_only_check(s, p->kind, p->sql, err);
+  if (rc == MR_OK)
+    rc = p->plans.n ? history_resident(s, &p->plans.v[0].hist, err) : MR_OK;
   if (rc)
     return rc;
   if (s->status == 'I') {

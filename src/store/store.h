@@ -311,6 +311,11 @@ mr_status store_get(store *st, const mr_key *k, ProtobufCMessage **out, mr_error
 mr_status store_load_subspace(store *st, mr_subspace ss, store_visit_fn fn, void *ctx,
                               mr_error *err) MR_MUST_CHECK;
 
+/* Decodes and visits every record of range r (mr_key_range_*), in key
+ * order: the ranged read a lazy catalog load and its history loads use. */
+mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *ctx,
+                     mr_error *err) MR_MUST_CHECK;
+
 /* Snapshot records in ascending id order. */
 mr_status store_list_snapshots(store *st, store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
 

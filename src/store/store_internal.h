@@ -52,10 +52,6 @@ mr_status store_walk_raw(store *st, const void *start, size_t slen, const void *
 mr_status store_range_empty(store *st, const void *start, size_t slen, const void *end,
                             size_t elen, bool *empty, mr_error *err) MR_MUST_CHECK;
 
-/* Decodes and visits every record of range r, in key order (read.c). */
-mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *ctx,
-                     mr_error *err) MR_MUST_CHECK;
-
 /* Encodes k, wrapping the error with the caller's context. */
 mr_status store_key_bytes(const mr_key *k, mr_keybuf *out, mr_error *err) MR_MUST_CHECK;
 

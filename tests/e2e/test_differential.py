@@ -365,8 +365,9 @@ def differential(tmp_path, name, store=None, env=None, dbname=None, schema=None,
         assert mor["server"].stop() == 0
         if replica:
             assert rep["server"].stop() == 0
-    # the catalog comes back from the store
-    mor["server"] = Server("--store", mor["store"], env=env)
+    # the catalog comes back from the store; with no snapshot below the
+    # newest resident, every answer at an older snapshot loads its history
+    mor["server"] = Server("--store", mor["store"], "--resident-snapshots", "0", env=env)
     if dbname or schema:  # and the default catalog kept its own
         beside = dict(mor, dbname=None, schema=None, data=tmp_path / "beside-data")
         bcon = attach(beside)

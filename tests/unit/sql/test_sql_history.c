@@ -49,6 +49,7 @@ static void expect_none(const char *sql) {
              sql_hist_class_name(n->v[0].cls), (long long)n->v[0].bound);
 }
 
+
 #define U SQL_HIST_UNBOUNDED
 
 static void ducklake_current_reads(void **state) {
@@ -82,6 +83,10 @@ static void ducklake_current_reads(void **state) {
   expect_one("SELECT COALESCE((SELECT STRING_AGG(changes_made, ',') FROM "
              "ducklake_snapshot_changes c WHERE c.snapshot_id > 40), '')",
              SQL_HIST_SNAPSHOT, 41, 0, NULL);
+  /* the postgres extension's pushed-down scan: quoted numbers, no end bound */
+  expect_one("COPY (SELECT \"data_file_id\" FROM \"public\".\"ducklake_data_file\" WHERE "
+             "\"table_id\" = '1' AND \"begin_snapshot\" <= '5') TO STDOUT (FORMAT \"binary\")",
+             SQL_HIST_DATA_FILE, U, 1, (const int64_t[]){1});
   /* snapshot ids past int32 arrive as float constants */
   expect_one("SELECT * FROM ducklake_snapshot WHERE snapshot_id >= 5000000000",
              SQL_HIST_SNAPSHOT, 5000000000LL, 0, NULL);

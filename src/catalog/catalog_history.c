@@ -1,0 +1,289 @@
+/*
+ * catalog_history.c — history residency (catalog.h): what a lazy load
+ * leaves in the store, and loading it when a statement may read it.
+ *
+ * Left out by a lazy load whose head snapshot is H0:
+ *   - snapshot records below floor = H0 - snapshot_tail;
+ *   - ended data file and delete file versions (history keys, all ended at
+ *     or before H0). Versions ended later were current at the load, so the
+ *     engine holds them already (their end came as an UPDATE); loading
+ *     skips every history key whose end (its last key component) is past H0.
+ * Schemas, tables, views, macros, columns, partitions and sorts keep their
+ * whole history resident: it grows with DDL, not with commits, and their
+ * embedded child rows (column tags, partition columns, ...) have no
+ * end_snapshot of their own that a statement's predicates could bound.
+ *
+ * Invariant: a row of the store is in the engine unless it is one of the
+ * above and not yet recorded as loaded in c->hist. Loading holds hist_mu
+ * (one load at a time, none while a reload swaps the tables in) and appends
+ * through cat_loader inside one pre-load transaction.
+ */
+#include "catalog/catalog_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const mr_key_kind FILE_KINDS[2] = {MR_KK_FILE, MR_KK_DELFILE};
+
+static bool idset_has(const cat_idset *s, uint64_t id) {
+  for (size_t i = 0; i < s->n; i++)
+    if (s->v[i] == id)
+      return true;
+  return false;
+}
+
+static mr_status idset_add(cat_idset *s, uint64_t id, mr_error *err) {
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 16;
+    uint64_t *v = realloc(s->v, cap * sizeof *v);
+    if (v == NULL)
+      return mr_fail(err, MR_ERR_NOMEM, "catalog history: out of memory");
+    s->v = v;
+    s->cap = cap;
+  }
+  s->v[s->n++] = id;
+  return MR_OK;
+}
+
+void cat_history_free(cat_history *h) {
+  free(h->snap_points.v);
+  for (int i = 0; i < 2; i++)
+    free(h->file_tables[i].v);
+  memset(h, 0, sizeof *h);
+}
+
+void cat_history_reset(cat_history *h, bool lazy, uint64_t h0, uint64_t tail) {
+  cat_history_free(h);
+  h->lazy = lazy;
+  h->h0 = h0;
+  h->snap_floor = lazy && h0 > tail ? h0 - tail : 0;
+}
+
+void catalog_set_lazy_history(catalog *c, bool lazy, uint64_t snapshot_tail) {
+  c->lazy_history = lazy;
+  c->snapshot_tail = snapshot_tail;
+}
+
+static bool lazy_kind(mr_key_kind k) {
+  return k == MR_KK_FILE || k == MR_KK_DELFILE;
+}
+
+mr_status cat_history_load(catalog *c, store_visit_fn fn, void *ctx, mr_error *err) {
+  bool lazy = c->lazy_history;
+  uint64_t h0 = store_get_head(c->st).snapshot_id;
+  cat_history_reset(&c->hist, lazy, h0, c->snapshot_tail);
+  mr_key_range r;
+  mr_status rc = mr_key_range_subspace(MR_SS_SNAPSHOT, &r, err);
+  if (rc == MR_OK && c->hist.snap_floor > 0) {
+    mr_key from = {.kind = MR_KK_SNAPSHOT, .c = {c->hist.snap_floor}};
+    rc = mr_key_encode(&from, &r.start, err);
+  }
+  if (rc == MR_OK)
+    rc = store_scan(c->st, &r, fn, ctx, err);
+  if (rc == MR_OK && !lazy)
+    return store_load_subspace(c->st, MR_SS_HISTORY, fn, ctx, err);
+  for (unsigned k = 0; rc == MR_OK && k < MR_KK_COUNT; k++) {
+    const mr_key_kind_info *ki = mr_key_kind_get((mr_key_kind)k);
+    if (ki == NULL || !(ki->flags & MR_KF_VERSIONED) || lazy_kind((mr_key_kind)k))
+      continue;
+    rc = mr_key_range_kind((mr_key_kind)k, true, &r, err);
+    if (rc == MR_OK)
+      rc = store_scan(c->st, &r, fn, ctx, err);
+  }
+  return rc;
+}
+
+/* ---- loading on demand ----------------------------------------------------- */
+
+typedef struct fault {
+  catalog *c;
+  cat_loader *ld;
+  const cat_idset *skip_tables; /* a whole-kind load: tables loaded before */
+  const cat_idset *skip_snaps;  /* a whole snapshot load: points loaded before */
+  size_t records;
+} fault;
+
+static mr_status visit_file(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                            mr_error *err) {
+  fault *f = ctx;
+  const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
+  if (k->c[ki->ncomp] > f->c->hist.h0) /* ended after the load: in the engine */
+    return MR_OK;
+  if (f->skip_tables && idset_has(f->skip_tables, k->c[0]))
+    return MR_OK;
+  f->records++;
+  return cat_loader_visit(f->ld, k, m, err);
+}
+
+static mr_status visit_snapshot(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                                mr_error *err) {
+  fault *f = ctx;
+  if (f->skip_snaps && idset_has(f->skip_snaps, k->c[0]))
+    return MR_OK;
+  f->records++;
+  return cat_loader_visit(f->ld, k, m, err);
+}
+
+/* Snapshots: the points named, or every one below the floor. */
+static mr_status load_snapshots(fault *f, const sql_hist_need *n, char *what, size_t wn,
+                                mr_error *err) {
+  cat_history *h = &f->c->hist;
+  if (h->snap_all || n->bound >= (int64_t)h->snap_floor)
+    return MR_OK;
+  if (n->nids > 0) {
+    for (size_t i = 0; i < n->nids; i++) {
+      uint64_t id = (uint64_t)n->ids[i];
+      if (n->ids[i] < 0 || id >= h->snap_floor || idset_has(&h->snap_points, id))
+        continue;
+      mr_key k = {.kind = MR_KK_SNAPSHOT, .c = {id}};
+      ProtobufCMessage *m = NULL;
+      mr_status rc = store_get(f->c->st, &k, &m, err);
+      if (rc == MR_ERR_NOT_FOUND) {
+        mr_error_clear(err);
+      } else if (rc == MR_OK) {
+        rc = visit_snapshot(f, &k, m, err);
+        mr_value_free(m);
+      }
+      if (rc == MR_OK)
+        rc = idset_add(&h->snap_points, id, err);
+      if (rc)
+        return rc;
+      snprintf(what + strlen(what), wn - strlen(what), " snapshot %llu", (unsigned long long)id);
+    }
+    return MR_OK;
+  }
+  mr_key_range r;
+  mr_key to = {.kind = MR_KK_SNAPSHOT, .c = {h->snap_floor}};
+  mr_status rc = mr_key_range_subspace(MR_SS_SNAPSHOT, &r, err);
+  if (rc == MR_OK)
+    rc = mr_key_encode(&to, &r.end, err);
+  f->skip_snaps = &h->snap_points;
+  if (rc == MR_OK)
+    rc = store_scan(f->c->st, &r, visit_snapshot, f, err);
+  f->skip_snaps = NULL;
+  if (rc == MR_OK) {
+    h->snap_all = true;
+    snprintf(what + strlen(what), wn - strlen(what), " snapshots below %llu",
+             (unsigned long long)h->snap_floor);
+  }
+  return rc;
+}
+
+/* Ended file versions: of the tables named, or of every table. */
+static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t wn,
+                            mr_error *err) {
+  cat_history *h = &f->c->hist;
+  int i = n->cls == SQL_HIST_DATA_FILE ? 0 : 1;
+  if (h->files_all[i] || n->bound > (int64_t)h->h0)
+    return MR_OK;
+  mr_key_kind kind = FILE_KINDS[i];
+  const char *name = sql_hist_class_name(n->cls);
+  mr_key_range r;
+  mr_status rc = MR_OK;
+  for (size_t j = 0; j < n->nids; j++) {
+    uint64_t tid = (uint64_t)n->ids[j];
+    if (n->ids[j] <= 0 || idset_has(&h->file_tables[i], tid))
+      continue;
+    rc = mr_key_range_table(kind, true, tid, &r, err);
+    if (rc == MR_OK)
+      rc = store_scan(f->c->st, &r, visit_file, f, err);
+    if (rc == MR_OK)
+      rc = idset_add(&h->file_tables[i], tid, err);
+    if (rc)
+      return rc;
+    snprintf(what + strlen(what), wn - strlen(what), " %s of table %llu", name,
+             (unsigned long long)tid);
+  }
+  if (n->nids > 0)
+    return MR_OK;
+  f->skip_tables = &h->file_tables[i];
+  rc = mr_key_range_kind(kind, true, &r, err);
+  if (rc == MR_OK)
+    rc = store_scan(f->c->st, &r, visit_file, f, err);
+  f->skip_tables = NULL;
+  if (rc == MR_OK) {
+    h->files_all[i] = true;
+    snprintf(what + strlen(what), wn - strlen(what), " %s of every table", name);
+  }
+  return rc;
+}
+
+static double ms_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+mr_status catalog_history_ensure(catalog *c, const sql_hist_needs *needs, bool *loaded,
+                                 sql_error *err) {
+  *loaded = false;
+  pthread_mutex_lock(&c->hist_mu);
+  if (!c->hist.lazy) {
+    pthread_mutex_unlock(&c->hist_mu);
+    return MR_OK;
+  }
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  uint64_t keys0 = store_keys_read(c->st);
+  mr_error me;
+  mr_error_clear(&me);
+  fault f = {c, NULL, NULL, NULL, 0};
+  cat_history before = c->hist; /* flags and set sizes, to undo a failed load */
+  char what[512] = "";
+  bool began = false;
+  mr_status rc = MR_OK;
+  for (size_t i = 0; rc == MR_OK && i < needs->n; i++) {
+    const sql_hist_need *n = &needs->v[i];
+    if (f.ld == NULL) { /* the first need that may load: open the loader */
+      bool may = n->cls == SQL_HIST_SNAPSHOT
+                     ? !c->hist.snap_all && n->bound < (int64_t)c->hist.snap_floor
+                     : !c->hist.files_all[n->cls == SQL_HIST_DATA_FILE ? 0 : 1] &&
+                           n->bound <= (int64_t)c->hist.h0;
+      if (!may)
+        continue;
+      if (sql_engine_admin_begin(c->e, err) != MR_OK) {
+        pthread_mutex_unlock(&c->hist_mu);
+        return err->base.code;
+      }
+      began = true;
+      rc = cat_loader_new(c, &f.ld, &me);
+      if (rc)
+        break;
+    }
+    rc = n->cls == SQL_HIST_SNAPSHOT ? load_snapshots(&f, n, what, sizeof what, &me)
+                                     : load_files(&f, n, what, sizeof what, &me);
+  }
+  size_t rows = 0;
+  if (rc == MR_OK && f.ld)
+    rc = cat_loader_finish(f.ld, &rows, &me);
+  cat_loader_free(f.ld);
+  if (began) {
+    sql_error se;
+    if (sql_engine_admin_end(c->e, rc == MR_OK, &se) != MR_OK && rc == MR_OK)
+      rc = mr_fail(&me, se.base.code, "%s", se.base.msg);
+  }
+  if (rc) {
+    /* the engine rolled this call's rows back: so are its marks */
+    cat_history *h = &c->hist;
+    h->snap_all = before.snap_all;
+    h->snap_points.n = before.snap_points.n;
+    for (int i = 0; i < 2; i++) {
+      h->files_all[i] = before.files_all[i];
+      h->file_tables[i].n = before.file_tables[i].n;
+    }
+    pthread_mutex_unlock(&c->hist_mu);
+    fprintf(stderr, "moraine: loading catalog history failed: %s\n", me.msg);
+    return sql_fail(err, rc, "58030", "loading catalog history: %s", me.msg);
+  }
+  pthread_mutex_unlock(&c->hist_mu);
+  if (what[0]) {
+    *loaded = rows > 0;
+    fprintf(stderr, "moraine: loaded catalog history:%s (%zu records, %zu rows, %llu keys read, "
+                    "%.1f ms)\n",
+            what, f.records, rows, (unsigned long long)(store_keys_read(c->st) - keys0),
+            ms_since(&t0));
+  }
+  return MR_OK;
+}

@@ -1,0 +1,144 @@
+"""History stays in the store until a statement reads it (issue 13, part 1).
+
+A server started over a catalog with history keeps old snapshots and ended
+data / delete file versions out of its engine; reads of a table, time
+travel, change feeds and DuckLake's snapshot list load just what they name, and every answer equals
+what the server gave before the restart. The server's log line for each load
+names the tables it read and counts the store keys it read: a time travel on
+one table must not read the other table's history.
+"""
+import re
+
+import psycopg
+
+from conftest import connect
+from test_pg_front import Server
+
+LOADED = re.compile(r"moraine: loaded catalog history:(.*) \((\d+) records, (\d+) rows, "
+                    r"(\d+) keys read")
+
+
+def attach(server, data):
+    con = connect()
+    con.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake "
+                f"(DATA_PATH '{data}/', DATA_INLINING_ROW_LIMIT 0)")
+    return con
+
+
+def answers(con, versions):
+    """Every answer the test compares: counts and sums of both tables at
+    each snapshot, the change feed of a, and DuckLake's snapshot list."""
+    out = {}
+    for v in versions:
+        for t in ("a", "b"):
+            try:
+                out[(t, v)] = con.execute(
+                    f"SELECT count(*), sum(x) FROM lake.{t} AT (VERSION => {v})").fetchall()
+            except Exception as e:  # the table did not exist yet
+                out[(t, v)] = type(e).__name__
+    out["changes"] = con.execute(
+        "SELECT snapshot_id, change_type, x FROM ducklake_table_changes('lake', 'main', 'a', 1, "
+        f"{versions[-1]}) ORDER BY ALL").fetchall()
+    out["snapshots"] = con.execute(
+        "SELECT snapshot_id, changes FROM ducklake_snapshots('lake') ORDER BY snapshot_id").fetchall()
+    return out
+
+
+def table_ids(server):
+    with psycopg.connect(server.dsn(), autocommit=True) as pg:
+        return dict(pg.execute("SELECT table_name, table_id FROM ducklake_table "
+                               "WHERE end_snapshot IS NULL").fetchall())
+
+
+def loads(server):
+    return [(m.group(1), int(m.group(2)), int(m.group(4)))
+            for m in LOADED.finditer(server.log())]
+
+
+def test_history_loads_on_demand_and_answers_as_before(tmp_path):
+    store = "file://" + str(tmp_path / "store")
+    data = tmp_path / "data"
+    server = Server("--store", store)
+    try:
+        con = attach(server, data)
+        con.execute("CREATE TABLE lake.a(x INTEGER)")
+        con.execute("CREATE TABLE lake.b(x INTEGER)")
+        # a: 3 generations of files ended by full deletes; b: 12
+        for t, rounds in (("a", 3), ("b", 12)):
+            for i in range(rounds):
+                con.execute(f"INSERT INTO lake.{t} SELECT range FROM range({i}, {i + 5})")
+                con.execute(f"INSERT INTO lake.{t} VALUES ({100 + i})")
+                con.execute(f"DELETE FROM lake.{t}")
+            con.execute(f"INSERT INTO lake.{t} VALUES (7), (8)")
+            con.execute(f"DELETE FROM lake.{t} WHERE x = 7")  # a delete file, current
+        head = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchone()[0]
+        versions = list(range(1, head + 1))
+        before = answers(con, versions)
+        con.close()
+        ids = table_ids(server)
+        with psycopg.connect(server.dsn(), autocommit=True) as pg:
+            ended = dict(pg.execute(
+                "SELECT table_id, count(*) FROM ducklake_data_file WHERE end_snapshot IS NOT NULL "
+                "GROUP BY table_id").fetchall())
+        assert ended[ids["a"]] == 6 and ended[ids["b"]] == 24, ended
+    finally:
+        assert server.stop() == 0
+
+    server = Server("--store", store, "--resident-snapshots", "2")
+    try:
+        assert loads(server) == []  # nothing but the load itself yet
+        con = attach(server, data)
+        # the postgres extension scans a table's files by table and begin
+        # snapshot only (DuckDB filters end_snapshot itself), so the first
+        # read of a loads a's ended files; b's stay in the store
+        assert con.execute("SELECT x FROM lake.a").fetchall() == [(8,)]
+        assert (con.execute("SELECT count(*), sum(x) FROM lake.a AT (VERSION => 5)").fetchall()
+                == before[("a", 5)])
+        got = loads(server)
+        assert got, "time travel loaded no history"
+        named = " ".join(w for w, _, _ in got)
+        assert f"data_file of table {ids['a']}" in named, got
+        assert f"table {ids['b']}" not in named and "every table" not in named, got
+        assert sum(n for _, n, _ in got) < ended[ids["b"]], got
+        assert sum(k for _, _, k in got) < ended[ids["b"]], got  # b's history was not read
+        # and every answer, at every snapshot, is what it was
+        after = answers(con, versions)
+        for key in before:
+            assert after[key] == before[key], key
+        con.close()
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_transaction_sees_history_loaded_after_it_began(tmp_path):
+    """A DuckLake transaction that has read the catalog, then travels in
+    time: the history loaded meanwhile is visible to it."""
+    store = "file://" + str(tmp_path / "store")
+    data = tmp_path / "data"
+    server = Server("--store", store)
+    try:
+        con = attach(server, data)
+        con.execute("CREATE TABLE lake.a(x INTEGER)")
+        con.execute("INSERT INTO lake.a VALUES (1), (2)")
+        con.execute("DELETE FROM lake.a")
+        con.execute("INSERT INTO lake.a VALUES (3)")
+        con.close()
+    finally:
+        assert server.stop() == 0
+    server = Server("--store", store, "--resident-snapshots", "0")
+    try:
+        con = attach(server, data)
+        con.execute("BEGIN")
+        assert con.execute("SELECT x FROM lake.a").fetchall() == [(3,)]
+        assert con.execute("SELECT x FROM lake.a AT (VERSION => 2) ORDER BY x").fetchall() == \
+            [(1,), (2,)]
+        con.execute("COMMIT")
+        # a write after a history load in the same transaction still commits
+        con.execute("BEGIN")
+        assert con.execute("SELECT count(*) FROM lake.a AT (VERSION => 1)").fetchall() == [(0,)]
+        con.execute("INSERT INTO lake.a VALUES (4)")
+        con.execute("COMMIT")
+        assert con.execute("SELECT x FROM lake.a ORDER BY x").fetchall() == [(3,), (4,)]
+        con.close()
+    finally:
+        assert server.stop() == 0
