@@ -490,6 +490,46 @@ static void analyze_level(hist *h, const PgQuery__Node *const *from, size_t nfro
   free(lv);
 }
 
+mr_status sql_tree_each_child(const ProtobufCMessage *m, sql_tree_fn fn, void *ctx) {
+  const ProtobufCMessageDescriptor *d = m->descriptor;
+  const char *base = (const char *)m;
+  mr_status rc = MR_OK;
+  for (unsigned i = 0; rc == MR_OK && i < d->n_fields; i++) {
+    const ProtobufCFieldDescriptor *f = &d->fields[i];
+    if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+      continue;
+    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+      size_t n = *(const size_t *)(const void *)(base + f->quantifier_offset);
+      ProtobufCMessage *const *v =
+          *(ProtobufCMessage *const *const *)(const void *)(base + f->offset);
+      for (size_t j = 0; rc == MR_OK && j < n; j++)
+        if (v[j])
+          rc = fn(ctx, v[j]);
+      continue;
+    }
+    if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+        *(const uint32_t *)(const void *)(base + f->quantifier_offset) != f->id)
+      continue;
+    const ProtobufCMessage *sub = *(ProtobufCMessage *const *)(const void *)(base + f->offset);
+    if (sub)
+      rc = fn(ctx, sub);
+  }
+  return rc;
+}
+
+typedef struct visit_at {
+  hist *h;
+  int depth;
+} visit_at;
+
+static void visit(hist *h, const ProtobufCMessage *m, int depth);
+
+static mr_status visit_child(void *ctx, const ProtobufCMessage *child) {
+  visit_at *a = ctx;
+  visit(a->h, child, a->depth + 1);
+  return a->h->oom ? MR_ERR_NOMEM : MR_OK;
+}
+
 static void visit(hist *h, const ProtobufCMessage *m, int depth) {
   if (h->oom || depth > 2000) /* the planner bounds depth long before this */
     return;
@@ -516,27 +556,9 @@ static void visit(hist *h, const ProtobufCMessage *m, int depth) {
     if (cls >= 0 && !was_handled(h, rv)) /* read outside a FROM we understand */
       add_need(h, rv, cls, SQL_HIST_UNBOUNDED, NULL, 0);
   }
-  /* every sub-message, as the planner's walk (sql_plan.c) */
-  const char *base = (const char *)m;
-  for (unsigned i = 0; i < d->n_fields && !h->oom; i++) {
-    const ProtobufCFieldDescriptor *f = &d->fields[i];
-    if (f->type != PROTOBUF_C_TYPE_MESSAGE)
-      continue;
-    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-      size_t n = *(const size_t *)(const void *)(base + f->quantifier_offset);
-      ProtobufCMessage *const *v =
-          *(ProtobufCMessage *const *const *)(const void *)(base + f->offset);
-      for (size_t j = 0; j < n; j++)
-        if (v[j])
-          visit(h, v[j], depth + 1);
-      continue;
-    }
-    if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
-        *(const uint32_t *)(const void *)(base + f->quantifier_offset) != f->id)
-      continue;
-    const ProtobufCMessage *sub = *(ProtobufCMessage *const *)(const void *)(base + f->offset);
-    if (sub)
-      visit(h, sub, depth + 1);
+  visit_at a = {h, depth};
+  if (sql_tree_each_child(m, visit_child, &a)) {
+    /* out of memory: h->oom says so */
   }
 }
 

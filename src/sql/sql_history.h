@@ -73,6 +73,14 @@ mr_status sql_history_analyze(const void *stmt_node, sql_hist_needs *out,
                               sql_error *err) MR_MUST_CHECK;
 void sql_hist_needs_free(sql_hist_needs *n);
 
+/* Calls fn on each direct sub-message of a parse-tree message m (through
+ * protobuf-c's descriptors, so no node type can hide one), in field order;
+ * stops at and returns the first status that is not MR_OK. The one generic
+ * tree walk of the planner and of this analysis. */
+struct ProtobufCMessage;
+typedef mr_status (*sql_tree_fn)(void *ctx, const struct ProtobufCMessage *child);
+mr_status sql_tree_each_child(const struct ProtobufCMessage *m, sql_tree_fn fn, void *ctx);
+
 /* The class a table name belongs to, or -1. */
 int sql_hist_class_of(const char *relname);
 const char *sql_hist_class_name(sql_hist_class c);

@@ -119,35 +119,27 @@ static mr_status collect_cte(planner *p, const PgQuery__CommonTableExpr *c) {
 
 typedef mr_status (*visit_fn)(planner *p, const ProtobufCMessage *m, int depth);
 
+static mr_status walk(planner *p, const ProtobufCMessage *m, int depth, visit_fn visit);
+
+typedef struct walk_at {
+  planner *p;
+  int depth;
+  visit_fn visit;
+} walk_at;
+
+static mr_status walk_child(void *ctx, const ProtobufCMessage *child) {
+  walk_at *a = ctx;
+  return walk(a->p, child, a->depth + 1, a->visit);
+}
+
 /* Calls visit on m and on every message below it, depth first. */
 static mr_status walk(planner *p, const ProtobufCMessage *m, int depth, visit_fn visit) {
   if (depth > PLAN_MAX_DEPTH)
     return sql_fail(p->err, MR_ERR_INVALID, SQLSTATE_STATEMENT_TOO_COMPLEX,
                     "statement is too deeply nested");
   mr_status rc = visit(p, m, depth);
-  const ProtobufCMessageDescriptor *d = m->descriptor;
-  const char *base = (const char *)m;
-  for (unsigned i = 0; rc == MR_OK && i < d->n_fields; i++) {
-    const ProtobufCFieldDescriptor *f = &d->fields[i];
-    if (f->type != PROTOBUF_C_TYPE_MESSAGE)
-      continue;
-    if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-      size_t n = *(const size_t *)(const void *)(base + f->quantifier_offset);
-      ProtobufCMessage *const *v =
-          *(ProtobufCMessage *const *const *)(const void *)(base + f->offset);
-      for (size_t j = 0; rc == MR_OK && j < n; j++)
-        if (v[j])
-          rc = walk(p, v[j], depth + 1, visit);
-      continue;
-    }
-    if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
-        *(const uint32_t *)(const void *)(base + f->quantifier_offset) != f->id)
-      continue;
-    const ProtobufCMessage *sub = *(ProtobufCMessage *const *)(const void *)(base + f->offset);
-    if (sub)
-      rc = walk(p, sub, depth + 1, visit);
-  }
-  return rc;
+  walk_at a = {p, depth, visit};
+  return rc ? rc : sql_tree_each_child(m, walk_child, &a);
 }
 
 static mr_status visit_ctes(planner *p, const ProtobufCMessage *m, int depth) {
