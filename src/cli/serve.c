@@ -56,7 +56,7 @@ static const char serve_usage[] =
     "                     [--default-database NAME] [--unknown-databases create|refuse]\n"
     "                     [--catalog-idle-timeout SECONDS]\n"
     "                     [--replica [--follow-interval MS]] [--changelog-window N]\n"
-    "                     [--resident-snapshots N]\n"
+    "                     [--resident-snapshots N] [--load-history on-demand|all]\n"
     "  --store URL           catalog store root: file://DIR, s3://BUCKET/PREFIX,\n"
     "                        gs://BUCKET/PREFIX, az://CONTAINER/PREFIX or memory://\n"
     "                        (default file://./moraine-data); each database is its own\n"
@@ -82,6 +82,10 @@ static const char serve_usage[] =
     "                        snapshots kept in memory below the newest (default 1000);\n"
     "                        older ones and ended data / delete file versions load from\n"
     "                        the store when a statement reads them (docs/operations.md)\n"
+    "  --load-history on-demand|all\n"
+    "                        all: load every snapshot and ended file version at start, as\n"
+    "                        before (start time and memory grow with history; default\n"
+    "                        on-demand)\n"
     "  --listen HOST:PORT    address to listen on (default 127.0.0.1:5433; port 0 picks one)\n"
     "  --users-file FILE     users who may connect, each with a role (read or write) and a\n"
     "                        SCRAM-SHA-256 verifier (moraine user add; docs/operations.md);\n"
@@ -250,6 +254,7 @@ int cli_serve(int argc, char **argv) {
   const char *gc_interval = NULL, *gc_min_age = NULL;
   bool log_commit_phases = false, tls_required = false, replica = false;
   const char *follow_interval = NULL, *changelog_window = NULL, *resident_snapshots = NULL;
+  const char *load_history = "on-demand";
   serve_reloadable reloadable = {NULL, NULL};
   const char *tls_cert = NULL, *tls_key = NULL;
   for (int i = 1; i < argc; i++) {
@@ -292,6 +297,7 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--follow-interval") == 0  ? &follow_interval
                         : strcmp(a, "--changelog-window") == 0 ? &changelog_window
                         : strcmp(a, "--resident-snapshots") == 0 ? &resident_snapshots
+                        : strcmp(a, "--load-history") == 0     ? &load_history
                                                                : NULL;
     if (slot == NULL) {
       fprintf(stderr, "moraine: serve: unknown option '%s' (see moraine serve --help)\n", a);
@@ -411,6 +417,12 @@ int cli_serve(int argc, char **argv) {
     }
     snapshot_tail = v;
   }
+  bool history_on_demand = strcmp(load_history, "on-demand") == 0;
+  if (!history_on_demand && strcmp(load_history, "all") != 0) {
+    fprintf(stderr, "moraine: serve: --load-history wants on-demand or all, got '%s'\n",
+            load_history);
+    return 2;
+  }
   uint64_t gc_interval_ms = 0, gc_min_age_ms = 0; /* 0: kv.h's defaults */
   if (gc_interval && (gc_interval_ms = parse_seconds(gc_interval)) == 0) {
     fprintf(stderr, "moraine: serve: --gc-interval wants seconds (0.001 to 86400), got '%s'\n",
@@ -511,6 +523,7 @@ int cli_serve(int argc, char **argv) {
       .replica = replica,
       .follow_ms = follow_ms,
       .snapshot_tail = snapshot_tail,
+      .history_on_demand = history_on_demand,
   };
   /* Claim the port before the (possibly long) load, so a taken port fails
    * at once with one line; nothing is accepted until pg_server_run. */

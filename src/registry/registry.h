@@ -78,6 +78,7 @@ typedef struct cat_registry_config {
   /* Snapshots each catalog keeps in the engine below its head; older ones
    * and ended file versions load when a statement reads them (catalog.h). */
   uint64_t snapshot_tail;
+  bool history_on_demand; /* false: every load materializes all history */
 } cat_registry_config;
 
 /*
