@@ -12,6 +12,8 @@
 #   make bench-replica  read replicas: lag behind the writer, read throughput
 #   make bench-scale  moraine vs PostgreSQL 15 as catalogs of 1, 1,000 and 10,000
 #                   tables (bench/scale.py; several minutes; not in make test)
+#   make bench-history  start time and memory as history grows 1x, 10x, 100x
+#                   over a fixed current catalog (bench/history.py)
 #   make format / make lint
 #   make ducklake-suite  DuckLake's own test suite against the freshly built
 #                   server (not part of make test: needs a local copy of the
@@ -34,7 +36,7 @@ ARGS ?=
 DUCKLAKE_SUITE ?= /tmp/ducklake
 SUITE_ARGS ?=
 
-.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench bench-soak bench-scale bench-replica format lint clean \
+.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench bench-soak bench-scale bench-history bench-replica format lint clean \
   ducklake-suite
 
 all: build
@@ -110,6 +112,11 @@ bench-replica: build deps
 
 bench-scale: build deps
 	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) bench/scale.py $(SCALE_ARGS)
+
+# HISTORY_ARGS e.g. --sizes 1000,10000 --tables 50 (see bench/history.py)
+HISTORY_ARGS ?=
+bench-history: build deps
+	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) bench/history.py $(HISTORY_ARGS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

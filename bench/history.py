@@ -1,0 +1,144 @@
+"""Start time and memory of a server as a catalog's history grows (issue 13).
+
+The current catalog is fixed: N tables with F data files each. History is
+H snapshots, each of which replaced one data file (the old version ends,
+a new one begins), so the store holds H old snapshots and H ended file
+versions on top of the same current state. The catalogs are written as
+rows (synthetic.py) and loaded with `moraine import`; DuckLake could not
+make 100,000 commits here in reasonable time.
+
+For each history size and each --load-history mode (on-demand, the
+default; all, every snapshot and ended file at start as before) it prints:
+cold start (spawn -> ready line, median), the server's RSS when ready, the
+first ATTACH + count(*) of one table, the first time-travel query on it
+(which loads that table's history on demand), and the RSS after them.
+
+    .venv/bin/python bench/history.py     # 100 current files; H = 100 / 1,000 / 10,000
+    .venv/bin/python bench/history.py --sizes 1000,10000 --tables 50
+
+`moraine import` replays the history commit by commit (about 14 ms a
+snapshot here), so building the largest catalog dominates the run.
+"""
+import argparse
+import pathlib
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+
+from catalogs import MORAINE, connect
+from synthetic import build_file_catalog, load_into_moraine
+
+COLUMNS = "id BIGINT, a INTEGER, b VARCHAR"
+READY = re.compile(r"^moraine: serving \S+ on (\S+):(\d+)$")
+
+
+def add_history(file, n, f, h):
+    """Snapshots 4 .. 3 + h; snapshot 4 + i replaces file slot i mod n*f."""
+    con = connect()
+    con.execute(f"ATTACH '{file}' AS m")
+    q = con.execute
+    slots = n * f
+    (sv, ncat) = q("SELECT schema_version, next_catalog_id FROM m.ducklake_snapshot "
+                   "WHERE snapshot_id = 3").fetchone()
+    q("BEGIN")
+    q(f"""INSERT INTO m.ducklake_snapshot
+          SELECT 4 + i, now(), {sv}, {ncat}, {slots} + i + 1 FROM range(0, {h}) r(i)""")
+    q(f"""INSERT INTO m.ducklake_snapshot_changes
+          SELECT 4 + i, 'inserted_into_table:1', NULL, NULL, NULL FROM range(0, {h}) r(i)""")
+    # slot of file j*f + k is k*n + j; its first replacement is at 4 + slot
+    q(f"""INSERT INTO m.ducklake_data_file
+          SELECT d.* REPLACE ({slots} + i AS data_file_id, 4 + i AS begin_snapshot,
+                            CASE WHEN i + {slots} < {h} THEN 4 + i + {slots} END AS end_snapshot)
+          FROM range(0, {h}) r(i)
+          JOIN m.ducklake_data_file d ON d.data_file_id = (i % {n}) * {f} + (i // {n}) % {f}""")
+    q(f"""UPDATE m.ducklake_data_file SET end_snapshot = 4 + (data_file_id % {f}) * {n}
+                                                         + data_file_id // {f}
+          WHERE data_file_id < {slots} AND (data_file_id % {f}) * {n} + data_file_id // {f} < {h}""")
+    q("COMMIT")
+    con.close()
+
+
+def rss_mib(pid):
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def start(store, mode):
+    t0 = time.perf_counter()
+    p = subprocess.Popen([MORAINE, "serve", "--store", store, "--listen", "127.0.0.1:0",
+                          "--load-history", mode], stderr=subprocess.PIPE, text=True)
+    for line in p.stderr:
+        m = READY.match(line.rstrip("\n"))
+        if m:
+            return p, time.perf_counter() - t0, int(m.group(2))
+    raise RuntimeError("moraine did not become ready")
+
+
+def stop(p):
+    p.terminate()
+    p.wait(timeout=60)
+
+
+def measure(store, data, mode, starts):
+    times = []
+    for _ in range(starts - 1):
+        p, t, _ = start(store, mode)
+        times.append(t)
+        stop(p)
+    p, t, port = start(store, mode)
+    times.append(t)
+    ready_rss = rss_mib(p.pid)
+    con = connect()
+    t0 = time.perf_counter()
+    con.execute(f"ATTACH 'ducklake:postgres:host=127.0.0.1 port={port} dbname=lake user=m' "
+                f"AS lake (DATA_PATH '{data}')")
+    con.execute("SELECT count(*) FROM lake.s0.t0").fetchall()
+    attach_q = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    con.execute("SELECT count(*) FROM lake.s0.t0 AT (VERSION => 5)").fetchall()
+    travel = time.perf_counter() - t0
+    con.close()
+    after_rss = rss_mib(p.pid)
+    stop(p)
+    return statistics.median(times), ready_rss, attach_q, travel, after_rss
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="100,1000,10000", help="history sizes (snapshots)")
+    ap.add_argument("--tables", type=int, default=10)
+    ap.add_argument("--files", type=int, default=10, help="current data files per table")
+    ap.add_argument("--starts", type=int, default=3, help="cold starts per point (median)")
+    a = ap.parse_args()
+    sizes = [int(s) for s in a.sizes.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="moraine-history-") as tmp:
+        for h in sizes:
+            folder = pathlib.Path(tmp) / f"h{h}"
+            folder.mkdir()
+            file, data = build_file_catalog(folder, a.tables, a.files, COLUMNS, 4)
+            add_history(file, a.tables, a.files, h)
+            store = "file://" + str(folder / "store")
+            secs = load_into_moraine(file, store)
+            print(f"history {h}: catalog imported in {secs:.1f} s", flush=True)
+            for mode in ("on-demand", "all"):
+                r = measure(store, data, mode, a.starts)
+                rows.append((h, mode) + r)
+                print(f"  {mode}: start {r[0]*1000:.0f} ms, RSS {r[1]:.0f} MiB", flush=True)
+    base = {m: next(r for r in rows if r[1] == m) for m in ("on-demand", "all")}
+    print(f"\n{a.tables} tables x {a.files} current files; history = snapshots = ended files\n")
+    print("| history | mode | cold start ms | vs smallest | RSS ready MiB | vs smallest "
+          "| ATTACH + count ms | first time travel ms | RSS after MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for h, mode, t, rss, aq, tt, rss2 in rows:
+        b = base[mode]
+        print(f"| {h:,} | {mode} | {t*1000:.0f} | {t/b[2]:.2f}x | {rss:.0f} | {rss/b[3]:.2f}x "
+              f"| {aq*1000:.0f} | {tt*1000:.0f} | {rss2:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
