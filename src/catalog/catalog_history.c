@@ -7,7 +7,10 @@
  *   - ended data file and delete file versions (history keys, all ended at
  *     or before H0). Versions ended later were current at the load, so the
  *     engine holds them already (their end came as an UPDATE); loading
- *     skips every history key whose end (its last key component) is past H0.
+ *     skips every history key whose end (its last key component) is past H0;
+ *   - the column stats (fstat records, current keys that outlive their
+ *     file's live version) of data files that were not current at the load:
+ *     they load with their table's ended files.
  * Schemas, tables, views, macros, columns, partitions and sorts keep their
  * whole history resident: it grows with DDL, not with commits, and their
  * embedded child rows (column tags, partition columns, ...) have no
@@ -26,6 +29,76 @@
 #include <time.h>
 
 static const mr_key_kind FILE_KINDS[2] = {MR_KK_FILE, MR_KK_DELFILE};
+
+/* A set of data file ids (unique across tables: DuckLake's next_file_id),
+ * open addressing, 0 stored as 1 + id. */
+typedef struct fileset {
+  uint64_t *v;
+  size_t n, cap; /* cap a power of two, at least 2n */
+} fileset;
+
+static bool fileset_has(const fileset *s, uint64_t id) {
+  if (s->cap == 0)
+    return false;
+  for (size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+    if (s->v[i] == 0)
+      return false;
+    if (s->v[i] == id + 1)
+      return true;
+  }
+}
+
+static mr_status fileset_add(fileset *s, uint64_t id, mr_error *err) {
+  if (2 * (s->n + 1) > s->cap) {
+    fileset g = {calloc(s->cap ? 2 * s->cap : 1024, sizeof(uint64_t)), 0,
+                 s->cap ? 2 * s->cap : 1024};
+    if (g.v == NULL)
+      return mr_fail(err, MR_ERR_NOMEM, "catalog history: out of memory");
+    for (size_t i = 0; i < s->cap; i++)
+      if (s->v[i] && fileset_add(&g, s->v[i] - 1, err))
+        return err->code; /* cannot fail: g has room */
+    free(s->v);
+    *s = g;
+  }
+  size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & (s->cap - 1);
+  while (s->v[i] != 0 && s->v[i] != id + 1)
+    i = (i + 1) & (s->cap - 1);
+  if (s->v[i] == 0) {
+    s->v[i] = id + 1;
+    s->n++;
+  }
+  return MR_OK;
+}
+
+/* The current subspace, less the stats of files that are not current: in
+ * key order every current file record precedes every fstat record. */
+typedef struct current_filter {
+  store_visit_fn fn;
+  void *ctx;
+  fileset files;
+} current_filter;
+
+static mr_status visit_current(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                               mr_error *err) {
+  current_filter *cf = ctx;
+  if (k->kind == MR_KK_FILE) {
+    mr_status rc = fileset_add(&cf->files, k->c[1], err);
+    if (rc)
+      return rc;
+  } else if (k->kind == MR_KK_FSTAT && !fileset_has(&cf->files, k->c[1])) {
+    return MR_OK;
+  }
+  return cf->fn(cf->ctx, k, m, err);
+}
+
+mr_status cat_history_load_current(catalog *c, store_visit_fn fn, void *ctx, mr_error *err) {
+  if (!c->lazy_history)
+    return store_load_subspace(c->st, MR_SS_CURRENT, fn, ctx, err);
+  current_filter cf = {fn, ctx, {NULL, 0, 0}};
+  mr_status rc = store_load_subspace(c->st, MR_SS_CURRENT, visit_current, &cf, err);
+  free(cf.files.v);
+  return rc;
+}
 
 static bool idset_has(const cat_idset *s, uint64_t id) {
   for (size_t i = 0; i < s->n; i++)
@@ -100,6 +173,7 @@ mr_status cat_history_load(catalog *c, store_visit_fn fn, void *ctx, mr_error *e
 typedef struct fault {
   catalog *c;
   cat_loader *ld;
+  fileset ended; /* data files whose ended version this load adds: their stats follow */
   const cat_idset *skip_tables; /* a whole-kind load: tables loaded before */
   const cat_idset *skip_snaps;  /* a whole snapshot load: points loaded before */
   size_t records;
@@ -113,8 +187,37 @@ static mr_status visit_file(void *ctx, const mr_key *k, const ProtobufCMessage *
     return MR_OK;
   if (f->skip_tables && idset_has(f->skip_tables, k->c[0]))
     return MR_OK;
+  if (k->kind == MR_KK_FILE) {
+    mr_status rc = fileset_add(&f->ended, k->c[1], err);
+    if (rc)
+      return rc;
+  }
   f->records++;
   return cat_loader_visit(f->ld, k, m, err);
+}
+
+static mr_status visit_stats(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                             mr_error *err) {
+  fault *f = ctx;
+  if (!fileset_has(&f->ended, k->c[1]))
+    return MR_OK;
+  f->records++;
+  return cat_loader_visit(f->ld, k, m, err);
+}
+
+/* The stats of the data files just loaded: table tid's range, or (tid 0)
+ * every table's. */
+static mr_status load_stats(fault *f, uint64_t tid, mr_error *err) {
+  if (f->ended.n == 0)
+    return MR_OK;
+  mr_key_range r;
+  mr_status rc = tid ? mr_key_range_table(MR_KK_FSTAT, false, tid, &r, err)
+                     : mr_key_range_kind(MR_KK_FSTAT, false, &r, err);
+  if (rc == MR_OK)
+    rc = store_scan(f->c->st, &r, visit_stats, f, err);
+  free(f->ended.v);
+  f->ended = (fileset){NULL, 0, 0};
+  return rc;
 }
 
 static mr_status visit_snapshot(void *ctx, const mr_key *k, const ProtobufCMessage *m,
@@ -175,7 +278,7 @@ static mr_status load_snapshots(fault *f, const sql_hist_need *n, char *what, si
 static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t wn,
                             mr_error *err) {
   cat_history *h = &f->c->hist;
-  int i = n->cls == SQL_HIST_DATA_FILE ? 0 : 1;
+  int i = n->cls == SQL_HIST_DELETE_FILE ? 1 : 0; /* stats come with their data files */
   if (h->files_all[i] || n->bound > (int64_t)h->h0)
     return MR_OK;
   mr_key_kind kind = FILE_KINDS[i];
@@ -190,6 +293,8 @@ static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t
     if (rc == MR_OK)
       rc = store_scan(f->c->st, &r, visit_file, f, err);
     if (rc == MR_OK)
+      rc = load_stats(f, tid, err);
+    if (rc == MR_OK)
       rc = idset_add(&h->file_tables[i], tid, err);
     if (rc)
       return rc;
@@ -203,6 +308,8 @@ static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t
   if (rc == MR_OK)
     rc = store_scan(f->c->st, &r, visit_file, f, err);
   f->skip_tables = NULL;
+  if (rc == MR_OK)
+    rc = load_stats(f, 0, err);
   if (rc == MR_OK) {
     h->files_all[i] = true;
     snprintf(what + strlen(what), wn - strlen(what), " %s of every table", name);
@@ -229,7 +336,7 @@ mr_status catalog_history_ensure(catalog *c, const sql_hist_needs *needs, bool *
   uint64_t keys0 = store_keys_read(c->st);
   mr_error me;
   mr_error_clear(&me);
-  fault f = {c, NULL, NULL, NULL, 0};
+  fault f = {c, NULL, {NULL, 0, 0}, NULL, NULL, 0};
   cat_history before = c->hist; /* flags and set sizes, to undo a failed load */
   char what[512] = "";
   bool began = false;
@@ -239,7 +346,7 @@ mr_status catalog_history_ensure(catalog *c, const sql_hist_needs *needs, bool *
     if (f.ld == NULL) { /* the first need that may load: open the loader */
       bool may = n->cls == SQL_HIST_SNAPSHOT
                      ? !c->hist.snap_all && n->bound < (int64_t)c->hist.snap_floor
-                     : !c->hist.files_all[n->cls == SQL_HIST_DATA_FILE ? 0 : 1] &&
+                     : !c->hist.files_all[n->cls == SQL_HIST_DELETE_FILE ? 1 : 0] &&
                            n->bound <= (int64_t)c->hist.h0;
       if (!may)
         continue;
@@ -259,6 +366,7 @@ mr_status catalog_history_ensure(catalog *c, const sql_hist_needs *needs, bool *
   if (rc == MR_OK && f.ld)
     rc = cat_loader_finish(f.ld, &rows, &me);
   cat_loader_free(f.ld);
+  free(f.ended.v);
   if (began) {
     sql_error se;
     if (sql_engine_admin_end(c->e, rc == MR_OK, &se) != MR_OK && rc == MR_OK)

@@ -29,6 +29,10 @@ typedef struct cat_history {
 /* The lazy parts of a load (catalog_history.c): the snapshot records from
  * the floor up, and the history of every versioned kind but files. */
 mr_status cat_history_load(catalog *c, store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
+/* The current subspace as a load reads it: lazy, without the stats of data
+ * files that are not current (catalog_history.c). */
+mr_status cat_history_load_current(catalog *c, store_visit_fn fn, void *ctx,
+                                   mr_error *err) MR_MUST_CHECK;
 /* Makes c's residency what a load just gave (lazy or not); frees the old. */
 void cat_history_reset(cat_history *h, bool lazy, uint64_t h0, uint64_t tail);
 void cat_history_free(cat_history *h);

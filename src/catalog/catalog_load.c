@@ -521,7 +521,9 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
   /* snapshots and history: all, or what a lazy load keeps (catalog_history.c) */
   if (!rc)
     rc = cat_history_load(c, visit, &l, err);
-  static const mr_subspace order[] = {MR_SS_CURRENT, MR_SS_INLINE, MR_SS_SCHEMA_VERSION};
+  if (!rc)
+    rc = cat_history_load_current(c, visit, &l, err);
+  static const mr_subspace order[] = {MR_SS_INLINE, MR_SS_SCHEMA_VERSION};
   for (size_t i = 0; !rc && i < sizeof order / sizeof order[0]; i++)
     rc = store_load_subspace(c->st, order[i], visit, &l, err);
   if (!rc)

@@ -570,7 +570,11 @@ static mr_status entry_load(cat_registry *r, cat_entry *e, bool must_exist, sql_
   fprintf(stderr, "moraine: opened catalog \"%s\": %zu rows", e->name, rows);
   for (size_t i = 1; i < e->nschemas; i++)
     fprintf(stderr, "%s\"%s\"", i == 1 ? ", metadata schemas public, " : ", ", e->schemas[i].name);
-  fprintf(stderr, " in %llu ms\n", (unsigned long long)(now_ms() - t0));
+  uint64_t keys = 0; /* what the load read: not all history (catalog.h) */
+  for (size_t i = 0; i < e->nschemas; i++)
+    keys += store_keys_read(e->schemas[i].st);
+  fprintf(stderr, " in %llu ms, %llu store keys read\n", (unsigned long long)(now_ms() - t0),
+          (unsigned long long)keys);
   return MR_OK;
 }
 

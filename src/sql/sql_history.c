@@ -58,6 +58,8 @@ static const struct {
     {"ducklake_snapshot_changes", SQL_HIST_SNAPSHOT},
     {"ducklake_data_file", SQL_HIST_DATA_FILE},
     {"ducklake_delete_file", SQL_HIST_DELETE_FILE},
+    {"ducklake_file_column_stats", SQL_HIST_FILE_STATS},
+    {"ducklake_file_variant_stats", SQL_HIST_FILE_STATS},
 };
 
 int sql_hist_class_of(const char *relname) {
@@ -75,14 +77,19 @@ const char *sql_hist_class_name(sql_hist_class c) {
     return "data_file";
   case SQL_HIST_DELETE_FILE:
     return "delete_file";
+  case SQL_HIST_FILE_STATS:
+    return "file_stats";
   default:
     return "?";
   }
 }
 
-/* The column a class's bound is on, and the one its ids are on. */
+/* The column a class's bound is on (none: stats, bounded by their file),
+ * and the one its ids are on. */
 static const char *bound_column(int cls) {
-  return cls == SQL_HIST_SNAPSHOT ? "snapshot_id" : "end_snapshot";
+  return cls == SQL_HIST_SNAPSHOT     ? "snapshot_id"
+         : cls == SQL_HIST_FILE_STATS ? NULL
+                                      : "end_snapshot";
 }
 static const char *id_column(int cls) {
   return cls == SQL_HIST_SNAPSHOT ? "snapshot_id" : "table_id";
@@ -95,6 +102,9 @@ static bool may_have(const item *it, const char *col) {
     return true;
   if (it->cls == SQL_HIST_SNAPSHOT)
     return strcmp(col, "snapshot_id") == 0 || strcmp(col, "end_snapshot") != 0;
+  if (it->cls == SQL_HIST_FILE_STATS)
+    return strcmp(col, "snapshot_id") != 0 && strcmp(col, "end_snapshot") != 0 &&
+           strcmp(col, "begin_snapshot") != 0;
   return strcmp(col, "snapshot_id") != 0;
 }
 
@@ -175,7 +185,7 @@ static int64_t min64(int64_t a, int64_t b) {
 
 /* The bound predicate n puts on column col of item me. */
 static int64_t bound_of(const PgQuery__Node *n, const level *lv, const item *me, const char *col) {
-  if (n == NULL)
+  if (n == NULL || col == NULL)
     return SQL_HIST_UNBOUNDED;
   switch (n->node_case) {
   case PG_QUERY__NODE__NODE_NULL_TEST:
@@ -437,6 +447,59 @@ static void add_need(hist *h, const PgQuery__RangeVar *rv, int cls, int64_t boun
   o->v[o->n++] = (sql_hist_need){(sql_hist_class)cls, bound, ids, nids, schema};
 }
 
+/* The bound item me's own predicates (WHERE when it counts, its ON
+ * conditions) put on col, and the ids they limit it to (*ids NULL: none). */
+static int64_t own_bound(hist *h, const level *lv, const item *me, const PgQuery__Node *where,
+                         const char *col, const char *idcol, int64_t **ids, size_t *nids) {
+  int64_t bound = SQL_HIST_UNBOUNDED;
+  *ids = NULL;
+  *nids = 0;
+  if (!me->nullable) {
+    bound = bound_of(where, lv, me, col);
+    ids_of(where, lv, me, idcol, ids, nids, &h->oom);
+  }
+  for (size_t i = 0; i < me->nquals; i++) {
+    bound = max64(bound, bound_of(me->quals[i], lv, me, col));
+    if (*ids == NULL)
+      ids_of(me->quals[i], lv, me, idcol, ids, nids, &h->oom);
+  }
+  return bound;
+}
+
+/* The data file item that a conjunct of n (an AND tree) joins stats item
+ * me to by `me.data_file_id = d.data_file_id`, or NULL. */
+static const item *joined_file(const PgQuery__Node *n, const level *lv, const item *me) {
+  if (n == NULL)
+    return NULL;
+  if (n->node_case == PG_QUERY__NODE__NODE_BOOL_EXPR &&
+      n->bool_expr->boolop == PG_QUERY__BOOL_EXPR_TYPE__AND_EXPR) {
+    for (size_t i = 0; i < n->bool_expr->n_args; i++) {
+      const item *d = joined_file(n->bool_expr->args[i], lv, me);
+      if (d)
+        return d;
+    }
+    return NULL;
+  }
+  if (n->node_case != PG_QUERY__NODE__NODE_A_EXPR ||
+      n->a_expr->kind != PG_QUERY__A__EXPR__KIND__AEXPR_OP || op_name(n->a_expr) == NULL ||
+      strcmp(op_name(n->a_expr), "=") != 0)
+    return NULL;
+  const PgQuery__Node *l = n->a_expr->lexpr, *r = n->a_expr->rexpr;
+  if (!refers_to(l, lv, me, "data_file_id")) {
+    const PgQuery__Node *t = l;
+    l = r;
+    r = t;
+    if (!refers_to(l, lv, me, "data_file_id"))
+      return NULL;
+  }
+  for (size_t i = 0; i < lv->n; i++) {
+    const item *d = &lv->items[i];
+    if (d != me && d->cls == SQL_HIST_DATA_FILE && refers_to(r, lv, d, "data_file_id"))
+      return d;
+  }
+  return NULL;
+}
+
 /* The need of history item `me` of level lv, whose WHERE is `where`. */
 static void item_need(hist *h, const level *lv, const item *me, const PgQuery__Node *where,
                       bool max_only) {
@@ -444,19 +507,27 @@ static void item_need(hist *h, const level *lv, const item *me, const PgQuery__N
     return;
   if (max_only)
     return; /* max(snapshot_id): the newest is resident */
-  const char *bc = bound_column(me->cls), *ic = id_column(me->cls);
   int64_t bound = SQL_HIST_UNBOUNDED;
   int64_t *ids = NULL;
   size_t nids = 0;
-  if (!lv->overflow) {
-    if (!me->nullable) {
-      bound = bound_of(where, lv, me, bc);
-      ids_of(where, lv, me, ic, &ids, &nids, &h->oom);
-    }
-    for (size_t i = 0; i < me->nquals; i++) {
-      bound = max64(bound, bound_of(me->quals[i], lv, me, bc));
-      if (ids == NULL)
-        ids_of(me->quals[i], lv, me, ic, &ids, &nids, &h->oom);
+  if (!lv->overflow)
+    bound = own_bound(h, lv, me, where, bound_column(me->cls), id_column(me->cls), &ids, &nids);
+  if (!lv->overflow && me->cls == SQL_HIST_FILE_STATS) {
+    const item *d = NULL;
+    if (!me->nullable)
+      d = joined_file(where, lv, me);
+    for (size_t i = 0; d == NULL && i < me->nquals; i++)
+      d = joined_file(me->quals[i], lv, me);
+    if (d) { /* the file's bound and ids are the stats' */
+      int64_t *dids;
+      size_t dn;
+      bound = own_bound(h, lv, d, where, "end_snapshot", "table_id", &dids, &dn);
+      if (ids == NULL) {
+        ids = dids;
+        nids = dn;
+      } else {
+        free(dids);
+      }
     }
   }
   if (bound == SQL_HIST_NONE_SEEN) { /* e.g. end_snapshot IS NULL: never history */

@@ -4,11 +4,14 @@
  * statement needs it (issue 13: start and memory that do not grow with
  * history).
  *
- * Three classes of rows may be absent from the engine ("not resident"):
+ * Four classes of rows may be absent from the engine ("not resident"):
  *   SQL_HIST_SNAPSHOT     ducklake_snapshot / ducklake_snapshot_changes rows
  *                         below the resident floor (old snapshots);
  *   SQL_HIST_DATA_FILE    ducklake_data_file rows that ended at or before the
- *   SQL_HIST_DELETE_FILE  ducklake_delete_file  load's head snapshot (H0).
+ *   SQL_HIST_DELETE_FILE  ducklake_delete_file  load's head snapshot (H0);
+ *   SQL_HIST_FILE_STATS   ducklake_file_column_stats / _variant_stats rows of
+ *                         such data files (bounded through the data file they
+ *                         are joined to: bound and ids are the file's).
  * For every reference to such a table the analysis gives a need: a bound
  * the statement's own predicates put on the rows it can see, and the ids it
  * is limited to. The layer that owns residency (catalog) decides from its
@@ -24,7 +27,11 @@
  *     outer joins whose NULL-supplying side it is on (a row failing ON never
  *     joins, so its absence is invisible);
  *   - `SELECT max(snapshot_id) FROM ducklake_snapshot` sees the newest
- *     snapshot, which is always resident, so it needs nothing.
+ *     snapshot, which is always resident, so it needs nothing;
+ *   - file stats joined by `s.data_file_id = d.data_file_id` (WHERE, or the
+ *     ON of their own join) to a data file item d of the same level take d's
+ *     bound: a stats row of a file d's predicates reject only ever joins
+ *     that rejected row.
  * Anything the analysis does not understand (a parameter, a function of the
  * column, an unresolvable unqualified column, a COPY of the table, NOT)
  * gives no bound: the whole class, or the named ids, must be resident.
@@ -41,6 +48,7 @@ typedef enum sql_hist_class {
   SQL_HIST_SNAPSHOT = 0,
   SQL_HIST_DATA_FILE,
   SQL_HIST_DELETE_FILE,
+  SQL_HIST_FILE_STATS,
   SQL_HIST_NCLASS
 } sql_hist_class;
 

@@ -92,6 +92,33 @@ static void ducklake_current_reads(void **state) {
              SQL_HIST_SNAPSHOT, 5000000000LL, 0, NULL);
 }
 
+static void file_stats_follow_their_file(void **state) {
+  (void)state;
+  static const int64_t t7[] = {7};
+  /* DuckLake's stats read: the stats are joined to a bounded file */
+  const sql_hist_needs *n = needs(
+      "SELECT data.data_file_id, stats.min_value FROM ducklake_data_file data LEFT JOIN "
+      "ducklake_file_column_stats stats ON stats.data_file_id = data.data_file_id WHERE "
+      "data.table_id = 7 AND 40 >= data.begin_snapshot AND (40 < data.end_snapshot OR "
+      "data.end_snapshot IS NULL)");
+  assert_int_equal(n->n, 2);
+  assert_int_equal(n->v[1].cls, SQL_HIST_FILE_STATS);
+  assert_int_equal(n->v[1].bound, 41);
+  assert_int_equal(n->v[1].nids, 1);
+  assert_int_equal(n->v[1].ids[0], t7[0]);
+  expect_none("SELECT s.min_value FROM ducklake_data_file d JOIN ducklake_file_column_stats s ON "
+              "s.data_file_id = d.data_file_id WHERE d.end_snapshot IS NULL");
+  /* alone, or joined to something that is not a bounded file: unbounded */
+  expect_one("SELECT data_file_id, min_value FROM ducklake_file_column_stats WHERE column_id = 1 "
+             "AND table_id = 7",
+             SQL_HIST_FILE_STATS, U, 1, t7);
+  expect_one("SELECT * FROM ducklake_file_column_stats s LEFT JOIN ducklake_data_file d ON "
+             "s.data_file_id = d.data_file_id AND d.end_snapshot IS NULL",
+             SQL_HIST_FILE_STATS, U, 0, NULL);
+  expect_one("DELETE FROM ducklake_file_column_stats WHERE data_file_id IN (1, 2)",
+             SQL_HIST_FILE_STATS, U, 0, NULL);
+}
+
 static void time_travel_names_what_it_reads(void **state) {
   (void)state;
   static const int64_t s3[] = {3}, t5[] = {5}, t56[] = {5, 6};
@@ -161,6 +188,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ducklake_current_reads),
       cmocka_unit_test(time_travel_names_what_it_reads),
+      cmocka_unit_test(file_stats_follow_their_file),
       cmocka_unit_test(unknown_shapes_are_unbounded),
       cmocka_unit_test(other_tables_need_nothing),
   };
