@@ -9,9 +9,13 @@ make 100,000 commits here in reasonable time.
 
 For each history size and each --load-history mode (on-demand, the
 default; all, every snapshot and ended file at start as before) it prints:
-cold start (spawn -> ready line, median), the server's RSS when ready, the
-first ATTACH + count(*) of one table, the first time-travel query on it
-(which loads that table's history on demand), and the RSS after them.
+cold start (spawn -> ready line, median; it includes opening the store,
+whose cost depends on how its LSM happens to be laid out after the import),
+the catalog load alone with the rows it materialized and the store keys it
+read (the server's "opened catalog" line), the server's RSS when ready, the
+first ATTACH + count(*) of one table (which loads that table's ended files:
+the postgres extension scans files by table and begin snapshot only), the
+first time-travel query on it, and the RSS after them.
 
     .venv/bin/python bench/history.py     # 100 current files; H = 100 / 1,000 / 10,000
     .venv/bin/python bench/history.py --sizes 1000,10000 --tables 50
@@ -32,6 +36,7 @@ from synthetic import build_file_catalog, load_into_moraine
 
 COLUMNS = "id BIGINT, a INTEGER, b VARCHAR"
 READY = re.compile(r"^moraine: serving \S+ on (\S+):(\d+)$")
+OPENED = re.compile(r"opened catalog \"lake\": (\d+) rows in (\d+) ms, (\d+) store keys read")
 
 
 def add_history(file, n, f, h):
@@ -71,10 +76,12 @@ def start(store, mode):
     t0 = time.perf_counter()
     p = subprocess.Popen([MORAINE, "serve", "--store", store, "--listen", "127.0.0.1:0",
                           "--load-history", mode], stderr=subprocess.PIPE, text=True)
+    opened = None
     for line in p.stderr:
+        opened = OPENED.search(line) or opened
         m = READY.match(line.rstrip("\n"))
         if m:
-            return p, time.perf_counter() - t0, int(m.group(2))
+            return p, time.perf_counter() - t0, int(m.group(2)), opened
     raise RuntimeError("moraine did not become ready")
 
 
@@ -86,10 +93,11 @@ def stop(p):
 def measure(store, data, mode, starts):
     times = []
     for _ in range(starts - 1):
-        p, t, _ = start(store, mode)
+        p, t, _, _ = start(store, mode)
         times.append(t)
         stop(p)
-    p, t, port = start(store, mode)
+    p, t, port, opened = start(store, mode)
+    load = tuple(int(x) for x in opened.groups()) if opened else (0, 0, 0)
     times.append(t)
     ready_rss = rss_mib(p.pid)
     con = connect()
@@ -104,7 +112,7 @@ def measure(store, data, mode, starts):
     con.close()
     after_rss = rss_mib(p.pid)
     stop(p)
-    return statistics.median(times), ready_rss, attach_q, travel, after_rss
+    return statistics.median(times), ready_rss, attach_q, travel, after_rss, load
 
 
 def main():
@@ -131,13 +139,14 @@ def main():
                 print(f"  {mode}: start {r[0]*1000:.0f} ms, RSS {r[1]:.0f} MiB", flush=True)
     base = {m: next(r for r in rows if r[1] == m) for m in ("on-demand", "all")}
     print(f"\n{a.tables} tables x {a.files} current files; history = snapshots = ended files\n")
-    print("| history | mode | cold start ms | vs smallest | RSS ready MiB | vs smallest "
-          "| ATTACH + count ms | first time travel ms | RSS after MiB |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for h, mode, t, rss, aq, tt, rss2 in rows:
+    print("| history | mode | cold start ms | vs smallest | catalog load ms | rows loaded "
+          "| store keys read | RSS ready MiB | vs smallest | ATTACH + count ms "
+          "| first time travel ms | RSS after MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for h, mode, t, rss, aq, tt, rss2, (nrows, load_ms, keys) in rows:
         b = base[mode]
-        print(f"| {h:,} | {mode} | {t*1000:.0f} | {t/b[2]:.2f}x | {rss:.0f} | {rss/b[3]:.2f}x "
-              f"| {aq*1000:.0f} | {tt*1000:.0f} | {rss2:.0f} |")
+        print(f"| {h:,} | {mode} | {t*1000:.0f} | {t/b[2]:.2f}x | {load_ms} | {nrows:,} | {keys:,} "
+              f"| {rss:.0f} | {rss/b[3]:.2f}x | {aq*1000:.0f} | {tt*1000:.0f} | {rss2:.0f} |")
 
 
 if __name__ == "__main__":

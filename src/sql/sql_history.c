@@ -6,7 +6,8 @@
  * items), the ON conditions that filter each item and whether WHERE does.
  * Every RangeVar of a history class found in a level's FROM gets a need from
  * those predicates; one found anywhere else (a COPY's table) gets the
- * unbounded need. An INSERT's target is written, not read: no need.
+ * unbounded need. An INSERT's or a COPY FROM's target is written, not
+ * read: no need.
  *
  * Bounds are lower bounds on the class's column that a predicate implies
  * for the rows it lets through (rows whose column is NULL aside):
@@ -621,6 +622,10 @@ static void visit(hist *h, const ProtobufCMessage *m, int depth) {
     const PgQuery__InsertStmt *s = (const PgQuery__InsertStmt *)m;
     if (s->relation)
       mark_handled(h, s->relation); /* written, not read */
+  } else if (d == &pg_query__copy_stmt__descriptor) {
+    const PgQuery__CopyStmt *s = (const PgQuery__CopyStmt *)m;
+    if (s->is_from && s->relation)
+      mark_handled(h, s->relation); /* COPY ... FROM STDIN: written, not read */
   } else if (d == &pg_query__range_var__descriptor) {
     const PgQuery__RangeVar *rv = (const PgQuery__RangeVar *)m;
     int cls = sql_hist_class_of(rv->relname);

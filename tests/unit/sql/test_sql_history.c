@@ -77,6 +77,7 @@ static void ducklake_current_reads(void **state) {
   expect_none("UPDATE ducklake_data_file SET end_snapshot = 9 WHERE end_snapshot IS NULL AND "
               "data_file_id IN (1, 2)");
   expect_none("INSERT INTO ducklake_data_file (data_file_id, table_id) VALUES (1, 2)");
+  expect_none("COPY ducklake_data_file FROM STDIN (FORMAT binary)");
   /* the snapshot query of every transaction */
   expect_none("SELECT snapshot_id, schema_version FROM ducklake_snapshot WHERE snapshot_id = "
               "(SELECT MAX(snapshot_id) FROM ducklake_snapshot)");
