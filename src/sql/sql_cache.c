@@ -63,6 +63,17 @@ void *sql_cache_get(sql_cache *c, uint64_t ddl_gen, uint64_t temp_gen, sql_cache
   return e->value;
 }
 
+void *sql_cache_take(sql_cache *c, uint64_t ddl_gen, uint64_t temp_gen, sql_cache_purpose purpose,
+                     const char *key) {
+  if (sql_cache_get(c, ddl_gen, temp_gen, purpose, key) == NULL)
+    return NULL;
+  sql_cache_entry *e = find(c, key_hash(purpose, key), purpose, key);
+  void *value = e->value;
+  free(e->key);
+  memset(e, 0, sizeof *e);
+  return value;
+}
+
 bool sql_cache_put(sql_cache *c, sql_cache_purpose purpose, const char *key, void *value) {
   uint64_t h = key_hash(purpose, key);
   char *k = strdup(key);

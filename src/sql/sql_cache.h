@@ -10,6 +10,10 @@
  *   SQL_CACHE_PLANS        the admitted plans of a whole query string
  *   SQL_CACHE_SELECT       a SELECT prepared in DuckDB (+ its text-wrapped twin)
  *   SQL_CACHE_COPY_BINARY  a COPY TO's query prepared for binary output
+ *   SQL_CACHE_PARSED       a client's closed extended-protocol statement
+ *                          (keyed by its parameter types and text): the
+ *                          postgres extension parses the same snapshot query
+ *                          on every transaction, and closes it each time
  *
  * Invalidation: every entry belongs to the generation pair (engine ddl_gen,
  * session temp_gen) it was made under; a lookup under another pair empties
@@ -36,6 +40,7 @@ typedef enum sql_cache_purpose {
   SQL_CACHE_PLANS = 1,
   SQL_CACHE_SELECT = 2,
   SQL_CACHE_COPY_BINARY = 3,
+  SQL_CACHE_PARSED = 4,
 } sql_cache_purpose;
 
 typedef struct sql_cache_entry {
@@ -64,6 +69,10 @@ void *sql_cache_get(sql_cache *c, uint64_t ddl_gen, uint64_t temp_gen, sql_cache
  * false (out of memory): the caller still does. A key already present is
  * replaced. */
 bool sql_cache_put(sql_cache *c, sql_cache_purpose purpose, const char *key, void *value);
+/* Like sql_cache_get, but the entry leaves the cache: the caller owns the
+ * value (NULL if there is none). */
+void *sql_cache_take(sql_cache *c, uint64_t ddl_gen, uint64_t temp_gen, sql_cache_purpose purpose,
+                     const char *key);
 /* Frees every entry (the cache stays usable). */
 void sql_cache_clear(sql_cache *c);
 

@@ -140,7 +140,9 @@ struct sql_session {
   sql_temp *temps;        /* temporary tables this session created */
   sql_shapes shapes;      /* capture shapes of the tables it wrote */
   sql_cache plans;        /* admitted query strings (SQL_CACHE_PLANS) */
-  sql_cache prepared_ps;  /* DuckDB prepared SELECTs and COPY queries */
+  sql_cache prepared_ps;  /* DuckDB prepared SELECTs and COPY queries, and
+                             closed client statements (SQL_CACHE_PARSED) */
+  bool closing;           /* sql_session_close: statements are freed, not kept */
   uint64_t temp_gen;      /* bumped when the temp table set changes */
   uint64_t begin_ddl_gen; /* engine ddl_gen when the open transaction began */
   bool txn_ddl;           /* the open transaction ran DDL */
@@ -166,7 +168,16 @@ struct sql_prepared {
   bool capture;                      /* ps has RETURNING * appended by moraine */
   size_t nparams;
   uint32_t *param_oids;
+  /* Its SQL_CACHE_PARSED key (the client's parameter types and text; NULL:
+   * never kept) and the generation it was made under: a closed statement
+   * is kept for the next Parse of the same key while both still hold. */
+  char *parse_key;
+  uint64_t ddl_gen, temp_gen;
 };
+
+/* Frees p outright (sql_prepared_free keeps it when it can); p must be
+ * unlinked from its session's list. */
+void sql_prepared_destroy(sql_prepared *p);
 
 /* DuckDB optimizers that fold prepare-time table statistics into a plan
  * (see sql_engine_open): off, so a kept prepared statement stays right. */

@@ -301,6 +301,10 @@ char *sql_text_wrap(duckdb_prepared_statement ps, const char *sql) {
 }
 
 void sql_cache_value_free(sql_cache_purpose purpose, void *value) {
+  if (purpose == SQL_CACHE_PARSED) {
+    sql_prepared_destroy(value);
+    return;
+  }
   if (purpose == SQL_CACHE_PLANS) {
     sql_plans_free(value);
   } else {

@@ -271,6 +271,7 @@ void sql_session_close(sql_session *s) {
     return;
   if (s->status != 'I' && s->con)
     rollback_txn(s);
+  s->closing = true;
   while (s->prepared)
     sql_prepared_free(s->prepared);
   for (int v = 0; v < SQL_TXN_VERBS; v++)
@@ -1104,27 +1105,61 @@ static uint32_t param_oid_of(duckdb_type t) {
   }
 }
 
-mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_oids,
-                              const uint32_t *param_oids, sql_prepared **out, sql_error *err) {
-  *out = NULL;
-  sql_prepared *p = calloc(1, sizeof *p);
-  if (p == NULL)
-    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
-  p->s = s;
-  p->sql = sql_strdup(query);
-  p->kind = SQL_KIND_NOOP;
-  /* link first so sql_prepared_free can always unlink */
+/* The SQL_CACHE_PARSED key of a Parse: the parameter types the client
+ * gave (they type the statement) and its text. NULL when out of memory (the
+ * statement is then simply not kept). */
+static char *parse_key(const char *query, size_t nparam_oids, const uint32_t *param_oids) {
+  sql_strbuf b = {0};
+  for (size_t i = 0; i < nparam_oids; i++)
+    sql_strbuf_addf(&b, "%u,", (unsigned)param_oids[i]);
+  sql_strbuf_add(&b, ";");
+  sql_strbuf_add(&b, query);
+  return sql_strbuf_take(&b);
+}
+
+static void link_prepared(sql_session *s, sql_prepared *p) {
   p->next = s->prepared;
   if (s->prepared)
     s->prepared->prevp = &p->next;
   p->prevp = &s->prepared;
   s->prepared = p;
+}
+
+mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_oids,
+                              const uint32_t *param_oids, sql_prepared **out, sql_error *err) {
+  *out = NULL;
+  uint64_t ddl_gen = atomic_load(&s->e->ddl_gen);
+  char *key = parse_key(query, nparam_oids, param_oids);
+  sql_prepared *kept =
+      key ? sql_cache_take(&s->prepared_ps, ddl_gen, s->temp_gen, SQL_CACHE_PARSED, key) : NULL;
+  if (kept) {
+    /* the same statement, closed earlier under the same generation: its
+     * admission, rewrite and DuckDB prepare all still hold */
+    free(key);
+    link_prepared(s, kept);
+    *out = kept;
+    return MR_OK;
+  }
+  sql_prepared *p = calloc(1, sizeof *p);
+  if (p == NULL) {
+    free(key);
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+  }
+  p->s = s;
+  p->sql = sql_strdup(query);
+  p->kind = SQL_KIND_NOOP;
+  p->ddl_gen = ddl_gen;
+  p->temp_gen = s->temp_gen;
+  /* link first so sql_prepared_free can always unlink */
+  link_prepared(s, p);
   if (p->sql == NULL) {
+    free(key);
     sql_prepared_free(p);
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
   mr_status rc = plan(s, query, &p->plans, err);
   if (rc) {
+    free(key);
     sql_prepared_free(p);
     return rc;
   }
@@ -1175,9 +1210,11 @@ mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_o
                              : param_oid_of(duckdb_param_type(p->ps, i + 1));
   }
   if (rc) {
+    free(key);
     sql_prepared_free(p);
     return rc;
   }
+  p->parse_key = key; /* only a statement made whole may be kept */
   *out = p;
   return MR_OK;
 }
@@ -1191,13 +1228,33 @@ void sql_prepared_free(sql_prepared *p) {
     *p->prevp = p->next;
     if (p->next)
       p->next->prevp = p->prevp;
+    p->next = NULL;
+    p->prevp = NULL;
   }
+  sql_session *s = p->s;
+  if (!s->closing && p->parse_key && p->ddl_gen == atomic_load(&s->e->ddl_gen) &&
+      p->temp_gen == s->temp_gen) {
+    /* kept for the next Parse of the same text (SQL_CACHE_PARSED); a kept
+     * twin is the older of the two */
+    sql_prepared *twin =
+        sql_cache_take(&s->prepared_ps, p->ddl_gen, p->temp_gen, SQL_CACHE_PARSED, p->parse_key);
+    sql_prepared_destroy(twin);
+    if (sql_cache_put(&s->prepared_ps, SQL_CACHE_PARSED, p->parse_key, p))
+      return;
+  }
+  sql_prepared_destroy(p);
+}
+
+void sql_prepared_destroy(sql_prepared *p) {
+  if (p == NULL)
+    return;
   if (p->ps)
     duckdb_destroy_prepare(&p->ps);
   if (p->ps_text)
     duckdb_destroy_prepare(&p->ps_text);
   sql_plans_free(&p->plans);
   free(p->param_oids);
+  free(p->parse_key);
   free(p->sql);
   free(p);
 }

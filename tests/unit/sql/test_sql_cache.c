@@ -1,6 +1,7 @@
 /* test_sql_cache.c — the session statement cache: hits by (purpose, text),
  * a new generation empties it, the least recently used entry is evicted,
- * and every value is freed exactly once (counted by the free function). */
+ * every value is freed exactly once (counted by the free function), and a
+ * taken value is the taker's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -83,11 +84,30 @@ static void least_recently_used_is_evicted(void **state) {
   assert_int_equal(freed, SQL_CACHE_SLOTS + 1);
 }
 
+/* take hands the value over: the cache no longer has it and never frees it */
+static void take_hands_the_value_over(void **state) {
+  sql_cache c;
+  freed = 0;
+  sql_cache_init(&c, count_free);
+  assert_null(sql_cache_take(&c, 3, 0, SQL_CACHE_PARSED, "q"));
+  assert_true(sql_cache_put(&c, SQL_CACHE_PARSED, "q", boxed(7)));
+  int *v = sql_cache_take(&c, 3, 0, SQL_CACHE_PARSED, "q");
+  assert_non_null(v);
+  assert_int_equal(*v, 7);
+  assert_null(sql_cache_get(&c, 3, 0, SQL_CACHE_PARSED, "q"));
+  assert_true(sql_cache_put(&c, SQL_CACHE_PARSED, "q", v)); /* parked again */
+  assert_null(sql_cache_take(&c, 4, 0, SQL_CACHE_PARSED, "q")); /* DDL: gone, and freed */
+  assert_int_equal(freed, 1);
+  sql_cache_clear(&c);
+  assert_int_equal(freed, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(hits_by_purpose_and_text),
       cmocka_unit_test(new_generation_empties),
       cmocka_unit_test(least_recently_used_is_evicted),
+      cmocka_unit_test(take_hands_the_value_over),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

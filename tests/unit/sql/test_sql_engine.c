@@ -61,6 +61,15 @@ static int r_copy_done(void *c) {
   return 0;
 }
 
+static int r_params(void *c, size_t n, const uint32_t *oids) {
+  rec *r = c;
+  sql_strbuf_add(&r->log, "P");
+  for (size_t i = 0; i < n; i++)
+    sql_strbuf_addf(&r->log, " %u", oids[i]);
+  sql_strbuf_add(&r->log, "|");
+  return 0;
+}
+
 static sql_sink sink_for(rec *r) {
   sql_sink s = {0};
   s.ctx = r;
@@ -70,6 +79,7 @@ static sql_sink sink_for(rec *r) {
   s.copy_out_begin = r_copy_begin;
   s.copy_data = r_copy_data;
   s.copy_done = r_copy_done;
+  s.parameter_description = r_params;
   return s;
 }
 
@@ -308,6 +318,68 @@ static void kept_statements_see_new_rows(void **state) {
     sql_strbuf_free(&r.copy);
     sql_prepared_free(ps[i]);
   }
+}
+
+/* Parses query (parameter types oids) and returns its Describe, or
+ * "ERR <sqlstate>"; the statement is closed again. */
+static char *parse_describe(fixture *f, const char *query, size_t noids, const uint32_t *oids) {
+  rec r = {0};
+  sql_sink sink = sink_for(&r);
+  sql_error err;
+  sql_prepared *p;
+  if (sql_session_prepare(f->s, query, noids, oids, &p, &err) != MR_OK) {
+    sql_strbuf_addf(&r.log, "ERR %s", err.sqlstate);
+  } else {
+    assert_int_equal(sql_prepared_describe(f->s, p, true, 0, NULL, &sink, &err), MR_OK);
+    sql_prepared_free(p);
+  }
+  return sql_strbuf_take(&r.log);
+}
+
+#define ASSERT_PARSE(f, query, noids, oids, want)                                          \
+  do {                                                                                     \
+    char *got_ = parse_describe(f, query, noids, oids);                                    \
+    assert_string_equal(got_, want);                                                       \
+    free(got_);                                                                            \
+  } while (0)
+
+/* A closed statement is kept for the next Parse of the same text and
+ * parameter types, and only while no DDL has happened since. */
+static void closed_statements_are_kept_until_ddl(void **state) {
+  fixture *f = *state;
+  PRELOAD(f, "CREATE TABLE public.ducklake_kp (a INTEGER)");
+  const char *q = "SELECT * FROM ducklake_kp";
+  ASSERT_PARSE(f, q, 0, NULL, "P|T a:23|");
+  uint64_t hits = f->s->prepared_ps.hits;
+  ASSERT_PARSE(f, q, 0, NULL, "P|T a:23|");
+  assert_int_equal(f->s->prepared_ps.hits, hits + 1); /* the kept one */
+  /* kept statements still run, and see rows written since */
+  sql_error err;
+  sql_prepared *p;
+  assert_int_equal(sql_session_prepare(f->s, q, 0, NULL, &p, &err), MR_OK);
+  ASSERT_RUN(f, "INSERT INTO ducklake_kp VALUES (4)", "C INSERT 0 1|");
+  rec r = {0};
+  sql_sink sink = sink_for(&r);
+  assert_int_equal(sql_prepared_execute(f->s, p, 0, NULL, NULL, 0, NULL, 0, NULL, &sink, &err),
+                   MR_OK);
+  char *log = sql_strbuf_take(&r.log);
+  assert_string_equal(log, "D 4|C SELECT 1|");
+  free(log);
+  assert_int_equal(sql_session_sync(f->s, &err), MR_OK); /* ends the implicit transaction */
+  sql_prepared_free(p);
+  /* the table changes shape: the next Parse sees the new one */
+  PRELOAD(f, "DROP TABLE public.ducklake_kp; "
+             "CREATE TABLE public.ducklake_kp (a INTEGER, b VARCHAR)");
+  ASSERT_PARSE(f, q, 0, NULL, "P|T a:23,b:1043|");
+  /* parameter types are part of the statement */
+  const char *pq = "SELECT a FROM ducklake_kp WHERE a = $1";
+  uint32_t int8[] = {20};
+  ASSERT_PARSE(f, pq, 0, NULL, "P 23|T a:23|");
+  ASSERT_PARSE(f, pq, 1, int8, "P 20|T a:23|");
+  ASSERT_PARSE(f, pq, 0, NULL, "P 23|T a:23|");
+  /* a failed Parse is never kept: it fails again */
+  ASSERT_PARSE(f, "SELECT * FROM ducklake_nope", 0, NULL, "ERR 42P01");
+  ASSERT_PARSE(f, "SELECT * FROM ducklake_nope", 0, NULL, "ERR 42P01");
 }
 
 static void bytea_literals_follow_the_column_type(void **state) {
@@ -609,6 +681,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(capture_and_hooks, setup, teardown),
       cmocka_unit_test_setup_teardown(transaction_states, setup, teardown),
       cmocka_unit_test_setup_teardown(kept_statements_see_new_rows, setup, teardown),
+      cmocka_unit_test_setup_teardown(closed_statements_are_kept_until_ddl, setup, teardown),
       cmocka_unit_test_setup_teardown(bytea_literals_follow_the_column_type, setup, teardown),
       cmocka_unit_test_setup_teardown(introspection_answers, setup, teardown),
       cmocka_unit_test_setup_teardown(relations_follow_ddl, setup, teardown),
