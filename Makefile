@@ -6,7 +6,7 @@
 #                   the unit tests again under ASan+UBSan, and a short fuzz run
 #   make test-unit  C unit tests (ctest)      make test-e2e  pytest suite
 #   make sanitize   unit tests under ASan+UBSan   make valgrind  under valgrind
-#   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 30)
+#   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 30), JOBS at once
 #   make bench      benchmarks (prints the tables recorded in BENCHMARK.md)
 #   make bench-soak a long catalog life, expiry and the space that comes back (~30 min)
 #   make bench-replica  read replicas: lag behind the writer, read throughput
@@ -75,13 +75,7 @@ valgrind: build deps
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Debug -DMORAINE_FUZZ=ON >/dev/null
 	cmake --build build-fuzz -j$(JOBS) --target fuzz_key_decode fuzz_value_decode fuzz_pg_message fuzz_sql_plan
-	@for f in build-fuzz/tests/fuzz/fuzz_*; do \
-	  [ -x "$$f" ] || continue; \
-	  echo "fuzz: $$f for $(FUZZ_SECONDS)s"; \
-	  mkdir -p build-fuzz/corpus/$$(basename $$f); \
-	  seeds=tests/fuzz/seeds/$$(basename $$f); [ -d "$$seeds" ] || seeds=; \
-	  set -o pipefail; "$$f" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build-fuzz/corpus/$$(basename $$f) $$seeds 2>&1 | tail -n 3 || exit 1; \
-	done
+	@bash scripts/run-fuzz.sh $(FUZZ_SECONDS) $(JOBS)
 
 # Every file of the suite, each against a fresh server started from the
 # binary just built; fails on any failure not listed in expected-failures.txt.

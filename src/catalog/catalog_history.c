@@ -317,6 +317,32 @@ static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t
   return rc;
 }
 
+/* Whether need n asks for anything not resident yet. A statement whose
+ * history is all in memory (the common case: every read after the first)
+ * must not pay for the loader and its engine transaction. */
+static bool need_loads(const cat_history *h, const sql_hist_need *n) {
+  if (n->cls == SQL_HIST_SNAPSHOT) {
+    if (h->snap_all || n->bound >= (int64_t)h->snap_floor)
+      return false;
+    if (n->nids == 0)
+      return true;
+    for (size_t i = 0; i < n->nids; i++)
+      if (n->ids[i] >= 0 && (uint64_t)n->ids[i] < h->snap_floor &&
+          !idset_has(&h->snap_points, (uint64_t)n->ids[i]))
+        return true;
+    return false;
+  }
+  int i = n->cls == SQL_HIST_DELETE_FILE ? 1 : 0;
+  if (h->files_all[i] || n->bound > (int64_t)h->h0)
+    return false;
+  if (n->nids == 0)
+    return true;
+  for (size_t j = 0; j < n->nids; j++)
+    if (n->ids[j] > 0 && !idset_has(&h->file_tables[i], (uint64_t)n->ids[j]))
+      return true;
+  return false;
+}
+
 static double ms_since(const struct timespec *t0) {
   struct timespec t1;
   clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -342,13 +368,9 @@ mr_status catalog_history_ensure(catalog *c, const sql_hist_needs *needs, bool *
   mr_status rc = MR_OK;
   for (size_t i = 0; rc == MR_OK && i < needs->n; i++) {
     const sql_hist_need *n = &needs->v[i];
-    if (f.ld == NULL) { /* the first need that may load: open the loader */
-      bool may = n->cls == SQL_HIST_SNAPSHOT
-                     ? !c->hist.snap_all && n->bound < (int64_t)c->hist.snap_floor
-                     : !c->hist.files_all[n->cls == SQL_HIST_DELETE_FILE ? 1 : 0] &&
-                           n->bound <= (int64_t)c->hist.h0;
-      if (!may)
-        continue;
+    if (!need_loads(&c->hist, n))
+      continue;
+    if (f.ld == NULL) { /* the first need that loads: open the loader */
       clock_gettime(CLOCK_MONOTONIC, &t0); /* only a load is timed and counted */
       keys0 = store_keys_read(c->st);
       if (sql_engine_admin_begin(c->e, err) != MR_OK) {

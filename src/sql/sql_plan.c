@@ -559,6 +559,19 @@ static void plan_free(sql_plan *pl) {
   }
   free(pl->ddl.cols);
   sql_hist_needs_free(&pl->hist);
+  sql_copy_stmt_free(&pl->copy);
+}
+
+/* A COPY's options, read once here so that a cached plan runs without
+ * scanning its text again. */
+static mr_status copy_options(sql_plan *pl, sql_error *err) {
+  sql_toks t;
+  mr_status rc = sql_lex_scan(pl->text, &t, err);
+  if (rc)
+    return rc;
+  rc = sql_lex_parse_copy(pl->text, &t, &pl->copy, err);
+  sql_toks_free(&t);
+  return rc;
 }
 
 void sql_plans_free(sql_plans *p) {
@@ -662,6 +675,8 @@ mr_status sql_plan_query(const char *query, const sql_plan_env *env, sql_plans *
     }
     planner p = {env, err, pl->text, NULL, 0};
     rc = plan_node(&p, raw->stmt, pl);
+    if (rc == MR_OK && pl->kind == SQL_KIND_COPY)
+      rc = copy_options(pl, err);
     if (rc == MR_OK)
       rc = sql_history_analyze(raw->stmt, &pl->hist, err);
     for (size_t j = 0; j < p.nctes; j++)

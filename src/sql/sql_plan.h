@@ -78,6 +78,7 @@ typedef struct sql_plan {
   sql_ddl ddl;          /* SQL_KIND_DDL */
   bool begin_read_only; /* SQL_KIND_BEGIN: READ ONLY requested */
   sql_hist_needs hist;  /* the catalog history it may read (sql_history.h) */
+  sql_copy_stmt copy;   /* SQL_KIND_COPY: its direction, query or target, options */
 } sql_plan;
 
 typedef struct sql_plans {

@@ -738,22 +738,15 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
     return rc;
   char tag[64];
   if (pl->kind == SQL_KIND_COPY) {
-    sql_toks t;
-    rc = sql_lex_scan(stmt, &t, err);
-    if (rc)
-      return rc;
-    sql_copy_stmt c;
-    rc = sql_lex_parse_copy(stmt, &t, &c, err);
-    sql_toks_free(&t);
+    const sql_copy_stmt *c = &pl->copy;
     uint64_t n = 0;
-    if (rc == MR_OK && c.from_stdin && (s->role_read_only || s->e->replica))
+    if (c->from_stdin && (s->role_read_only || s->e->replica))
       rc = role_refuses(s, stmt, err);
-    if (rc == MR_OK && c.from_stdin && s->read_only)
+    if (rc == MR_OK && c->from_stdin && s->read_only)
       rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_READ_ONLY_SQL_TRANSACTION,
                     "cannot execute COPY FROM in a read-only transaction");
     if (rc == MR_OK)
-      rc = c.from_stdin ? sql_copy_in(s, &c, sink, &n, err) : sql_copy_out(s, &c, sink, &n, err);
-    sql_copy_stmt_free(&c);
+      rc = c->from_stdin ? sql_copy_in(s, c, sink, &n, err) : sql_copy_out(s, c, sink, &n, err);
     if (rc)
       return rc;
     snprintf(tag, sizeof tag, "COPY %" PRIu64, n);
