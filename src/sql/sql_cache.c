@@ -46,8 +46,10 @@ static sql_cache_entry *find(sql_cache *c, uint64_t h, sql_cache_purpose purpose
   return NULL;
 }
 
-void *sql_cache_get(sql_cache *c, uint64_t ddl_gen, uint64_t temp_gen, sql_cache_purpose purpose,
-                    const char *key) {
+/* The entry for (purpose, key) under generation (ddl_gen, temp_gen),
+ * counted as a hit or a miss; a new generation empties the cache first. */
+static sql_cache_entry *lookup(sql_cache *c, uint64_t ddl_gen, uint64_t temp_gen,
+                               sql_cache_purpose purpose, const char *key) {
   if (ddl_gen != c->ddl_gen || temp_gen != c->temp_gen) {
     sql_cache_clear(c);
     c->ddl_gen = ddl_gen;
@@ -60,14 +62,20 @@ void *sql_cache_get(sql_cache *c, uint64_t ddl_gen, uint64_t temp_gen, sql_cache
   }
   c->hits++;
   e->used = ++c->tick;
-  return e->value;
+  return e;
+}
+
+void *sql_cache_get(sql_cache *c, uint64_t ddl_gen, uint64_t temp_gen, sql_cache_purpose purpose,
+                    const char *key) {
+  sql_cache_entry *e = lookup(c, ddl_gen, temp_gen, purpose, key);
+  return e ? e->value : NULL;
 }
 
 void *sql_cache_take(sql_cache *c, uint64_t ddl_gen, uint64_t temp_gen, sql_cache_purpose purpose,
                      const char *key) {
-  if (sql_cache_get(c, ddl_gen, temp_gen, purpose, key) == NULL)
+  sql_cache_entry *e = lookup(c, ddl_gen, temp_gen, purpose, key);
+  if (e == NULL)
     return NULL;
-  sql_cache_entry *e = find(c, key_hash(purpose, key), purpose, key);
   void *value = e->value;
   free(e->key);
   memset(e, 0, sizeof *e);
