@@ -3,7 +3,7 @@
 The current catalog is fixed: N tables with F data files each. History is
 H snapshots, each of which replaced one data file (the old version ends,
 a new one begins), so the store holds H old snapshots and H ended file
-versions on top of the same current state. The catalogs are written as
+versions, with their column stats, on top of the same current state. The catalogs are written as
 rows (synthetic.py) and loaded with `moraine import`; DuckLake could not
 make 100,000 commits here in reasonable time.
 
@@ -61,6 +61,12 @@ def add_history(file, n, f, h):
     q(f"""UPDATE m.ducklake_data_file SET end_snapshot = 4 + (data_file_id % {f}) * {n}
                                                          + data_file_id // {f}
           WHERE data_file_id < {slots} AND (data_file_id % {f}) * {n} + data_file_id // {f} < {h}""")
+    # every file, current or ended, has column stats as DuckLake writes them
+    # (the template's): ended files' stats stay current keys until GC
+    q("""INSERT INTO m.ducklake_file_column_stats
+          SELECT s.* REPLACE (d.data_file_id AS data_file_id, d.table_id AS table_id)
+          FROM m.ducklake_data_file d, m.ducklake_file_column_stats s
+          WHERE s.data_file_id = 0 AND d.data_file_id <> 0""")
     q("COMMIT")
     con.close()
 

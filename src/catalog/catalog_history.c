@@ -70,23 +70,59 @@ static mr_status fileset_add(fileset *s, uint64_t id, mr_error *err) {
   return MR_OK;
 }
 
-/* The current subspace, less the stats of files that are not current: in
- * key order every current file record precedes every fstat record. */
+/* The current subspace, less the stats of files that are not current. In
+ * key order every current file record (table_id, data_file_id) precedes
+ * every fstat record (table_id, data_file_id, column_id), so the current
+ * files arrive sorted and the stats scan walks them with one cursor,
+ * seeking past the stats of ended files instead of reading them: the keys
+ * read stay those of the current catalog however many files have ended. */
+typedef struct file_ref {
+  uint64_t table_id, file_id;
+} file_ref;
+
 typedef struct current_filter {
   store_visit_fn fn;
   void *ctx;
-  fileset files;
+  file_ref *files; /* current data files, ascending */
+  size_t n, cap, next;
+  mr_keybuf stats_end; /* just past every fstat key */
 } current_filter;
+
+static bool file_ref_before(const file_ref *f, uint64_t table_id, uint64_t file_id) {
+  return f->table_id < table_id || (f->table_id == table_id && f->file_id < file_id);
+}
+
+static store_pick pick_current(void *ctx, const mr_key *k, mr_keybuf *seek) {
+  current_filter *cf = ctx;
+  if (k->kind != MR_KK_FSTAT)
+    return STORE_PICK_TAKE;
+  while (cf->next < cf->n && file_ref_before(&cf->files[cf->next], k->c[0], k->c[1]))
+    cf->next++;
+  if (cf->next == cf->n) {
+    *seek = cf->stats_end;
+    return STORE_PICK_SEEK;
+  }
+  const file_ref *f = &cf->files[cf->next];
+  if (f->table_id == k->c[0] && f->file_id == k->c[1])
+    return STORE_PICK_TAKE;
+  mr_key to = {.kind = MR_KK_FSTAT, .c = {f->table_id, f->file_id, 0}};
+  mr_error e;
+  return mr_key_encode(&to, seek, &e) == MR_OK ? STORE_PICK_SEEK : STORE_PICK_SKIP;
+}
 
 static mr_status visit_current(void *ctx, const mr_key *k, const ProtobufCMessage *m,
                                mr_error *err) {
   current_filter *cf = ctx;
   if (k->kind == MR_KK_FILE) {
-    mr_status rc = fileset_add(&cf->files, k->c[1], err);
-    if (rc)
-      return rc;
-  } else if (k->kind == MR_KK_FSTAT && !fileset_has(&cf->files, k->c[1])) {
-    return MR_OK;
+    if (cf->n == cf->cap) {
+      size_t cap = cf->cap ? 2 * cf->cap : 1024;
+      file_ref *v = realloc(cf->files, cap * sizeof *v);
+      if (v == NULL)
+        return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+      cf->files = v;
+      cf->cap = cap;
+    }
+    cf->files[cf->n++] = (file_ref){k->c[0], k->c[1]};
   }
   return cf->fn(cf->ctx, k, m, err);
 }
@@ -94,9 +130,16 @@ static mr_status visit_current(void *ctx, const mr_key *k, const ProtobufCMessag
 mr_status cat_history_load_current(catalog *c, store_visit_fn fn, void *ctx, mr_error *err) {
   if (!c->lazy_history)
     return store_load_subspace(c->st, MR_SS_CURRENT, fn, ctx, err);
-  current_filter cf = {fn, ctx, {NULL, 0, 0}};
-  mr_status rc = store_load_subspace(c->st, MR_SS_CURRENT, visit_current, &cf, err);
-  free(cf.files.v);
+  current_filter cf = {.fn = fn, .ctx = ctx};
+  mr_key_range all, stats;
+  mr_status rc = mr_key_range_subspace(MR_SS_CURRENT, &all, err);
+  if (rc == MR_OK)
+    rc = mr_key_range_kind(MR_KK_FSTAT, false, &stats, err);
+  if (rc == MR_OK) {
+    cf.stats_end = stats.end;
+    rc = store_scan_picked(c->st, &all, pick_current, visit_current, &cf, err);
+  }
+  free(cf.files);
   return rc;
 }
 

@@ -290,6 +290,16 @@ mr_status kv_iter_next(kv_iter *it, const void **key, size_t *klen, const void *
   return MR_OK;
 }
 
+mr_status kv_iter_seek(kv_iter *it, const void *key, size_t klen, mr_error *err) {
+  char msg[MR_ERROR_MSG_MAX];
+  size_t dropped = 0;
+  int rc = sdb_iter_seek(it->h, key, klen, &dropped, msg, sizeof msg);
+  atomic_fetch_add_explicit(&it->db->keys_read, dropped, memory_order_relaxed);
+  if (rc != SDB_OK)
+    return done(rc, msg, "kv_iter_seek", err);
+  return MR_OK;
+}
+
 void kv_iter_close(kv_iter *it) {
   if (it == NULL)
     return;

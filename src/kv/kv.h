@@ -276,6 +276,14 @@ mr_status kv_iter_open(kv_db *db, const void *start, size_t start_len, const voi
 mr_status kv_iter_next(kv_iter *it, const void **key, size_t *klen, const void **val, size_t *vlen,
                        mr_error *err) MR_MUST_CHECK;
 
+/*
+ * Skips ahead: the next kv_iter_next returns the first entry whose key is
+ * at or after key (klen > 0). A key the scan has already passed changes
+ * nothing; one at or past the range's end ends the scan. Entries the store
+ * read ahead and this skips count as read (kv_stats).
+ */
+mr_status kv_iter_seek(kv_iter *it, const void *key, size_t klen, mr_error *err) MR_MUST_CHECK;
+
 /* Closes and frees it. it may be NULL. */
 void kv_iter_close(kv_iter *it);
 

@@ -121,6 +121,44 @@ mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *
   return scan_r(st, r, visit_all, &v, err);
 }
 
+mr_status store_scan_picked(store *st, const mr_key_range *r, store_pick_fn pick,
+                            store_visit_fn fn, void *ctx, mr_error *err) {
+  kv_iter *it = NULL;
+  mr_status rc = kv_iter_open(st->db, r->start.b, r->start.len, r->end.b, r->end.len, &it, err);
+  if (rc)
+    return rc;
+  mr_keybuf seek;
+  for (;;) {
+    const void *kp, *vp;
+    size_t kl, vl;
+    rc = kv_iter_next(it, &kp, &kl, &vp, &vl, err);
+    if (rc == MR_ERR_NOT_FOUND) {
+      mr_error_clear(err);
+      rc = MR_OK;
+      break;
+    }
+    mr_key k;
+    if (!rc)
+      rc = mr_key_decode(kp, kl, &k, err);
+    if (rc)
+      break;
+    store_pick p = pick(ctx, &k, &seek);
+    if (p == STORE_PICK_SEEK) {
+      rc = kv_iter_seek(it, seek.b, seek.len, err);
+    } else if (p == STORE_PICK_TAKE) {
+      ProtobufCMessage *m = NULL;
+      rc = mr_value_decode(&k, vp, vl, &m, err);
+      if (!rc)
+        rc = fn(ctx, &k, m, err);
+      mr_value_free(m);
+    }
+    if (rc)
+      break;
+  }
+  kv_iter_close(it);
+  return rc;
+}
+
 mr_status store_get(store *st, const mr_key *k, ProtobufCMessage **out, mr_error *err) {
   return store_get_msg(st, k, out, err);
 }

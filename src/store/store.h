@@ -316,6 +316,18 @@ mr_status store_load_subspace(store *st, mr_subspace ss, store_visit_fn fn, void
 mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *ctx,
                      mr_error *err) MR_MUST_CHECK;
 
+/*
+ * A ranged read that skips: pick sees each key before its value is decoded
+ * and says whether fn gets the record (TAKE), or not (SKIP), or not and the
+ * scan jumps to the key bytes it wrote into *seek (SEEK; a key at or before
+ * the current one is not a jump, one at or past r's end ends the scan).
+ * What a skip-scan saves shows in the kv layer's keys_read.
+ */
+typedef enum store_pick { STORE_PICK_TAKE, STORE_PICK_SKIP, STORE_PICK_SEEK } store_pick;
+typedef store_pick (*store_pick_fn)(void *ctx, const mr_key *k, mr_keybuf *seek);
+mr_status store_scan_picked(store *st, const mr_key_range *r, store_pick_fn pick,
+                            store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
+
 /* Snapshot records in ascending id order. */
 mr_status store_list_snapshots(store *st, store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
 

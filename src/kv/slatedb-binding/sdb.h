@@ -112,6 +112,12 @@ int sdb_txn_scan(sdb_txn *t, const uint8_t *start, size_t slen, const uint8_t *e
 /* Key/value pointers stay valid until the next sdb_iter_next or free. */
 int sdb_iter_next(sdb_iter *it, const uint8_t **key, size_t *klen, const uint8_t **val,
                   size_t *vlen, char *msg, size_t cap);
+/* The next sdb_iter_next returns the first entry at or after key (nothing
+ * changes if the scan is already past it; a key at or past the scan's end
+ * ends it). *dropped: entries fetched ahead and skipped, which the store
+ * read. */
+int sdb_iter_seek(sdb_iter *it, const uint8_t *key, size_t klen, size_t *dropped, char *msg,
+                  size_t cap);
 void sdb_iter_free(sdb_iter *it);
 
 sdb_batch *sdb_batch_new(void);

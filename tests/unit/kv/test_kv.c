@@ -527,6 +527,79 @@ static void close_refuses_while_children_open(void **state) {
   close_or_die(db);
 }
 
+/* The next key of it, as a string (must exist). */
+static void want_next(kv_iter *it, const char *want) {
+  const void *k, *v;
+  size_t kl, vl;
+  mr_error err;
+  if (kv_iter_next(it, &k, &kl, &v, &vl, &err) != MR_OK)
+    fail_msg("kv_iter_next: %s (wanted %s)", err.msg, want);
+  assert_int_equal(kl, strlen(want));
+  assert_memory_equal(k, want, kl);
+}
+
+static void seek_to(kv_iter *it, const char *key) {
+  mr_error err;
+  if (kv_iter_seek(it, key, strlen(key), &err) != MR_OK)
+    fail_msg("kv_iter_seek %s: %s", key, err.msg);
+}
+
+static void seek_skips_ahead_within_the_range(void **state) {
+  kv_db *db = open_or_die("memory://", NULL);
+  mr_error err;
+  char key[32];
+  /* even keys flushed to an SST, odd ones in the memtable: a seek crosses both */
+  for (int i = 0; i < 3000; i += 2) {
+    snprintf(key, sizeof key, "k/%05d", i);
+    put(db, key, "v");
+  }
+  assert_int_equal(kv_flush(db, &err), MR_OK);
+  for (int i = 1; i < 3000; i += 2) {
+    snprintf(key, sizeof key, "k/%05d", i);
+    put(db, key, "v");
+  }
+  kv_iter *it = NULL;
+  assert_int_equal(kv_iter_open(db, "k/", 2, "k/02500", 7, &it, &err), MR_OK);
+  kv_stats_reset(db);
+  want_next(it, "k/00000");
+  seek_to(it, "k/00010"); /* inside what was fetched ahead */
+  want_next(it, "k/00010");
+  seek_to(it, "k/00005"); /* behind: nothing changes */
+  want_next(it, "k/00011");
+  seek_to(it, "k/00011x"); /* between keys */
+  want_next(it, "k/00012");
+  seek_to(it, "k/01700"); /* past everything fetched */
+  want_next(it, "k/01700");
+  want_next(it, "k/01701");
+  seek_to(it, "k/01703");
+  want_next(it, "k/01703");
+  kv_read_stats st;
+  kv_stats(db, &st);
+  /* returned 8; skipped 9 (1..9), 0 (behind), 0 (11x), 12..1699 fetched
+   * ahead at most, 1702 */
+  assert_true(st.keys_read >= 8 + 9 + 1 && st.keys_read < 1700 + 8);
+  seek_to(it, "k/03000"); /* past the range's end */
+  const void *k, *v;
+  size_t kl, vl;
+  assert_int_equal(kv_iter_next(it, &k, &kl, &v, &vl, &err), MR_ERR_NOT_FOUND);
+  seek_to(it, "k/04000"); /* an ended scan stays ended */
+  assert_int_equal(kv_iter_next(it, &k, &kl, &v, &vl, &err), MR_ERR_NOT_FOUND);
+  assert_int_equal(kv_iter_seek(it, "", 0, &err), MR_ERR_INVALID);
+  kv_iter_close(it);
+
+  /* a snapshot's scan seeks too */
+  kv_snapshot *snap = NULL;
+  assert_int_equal(kv_snapshot_open(db, &snap, &err), MR_OK);
+  assert_int_equal(kv_snapshot_iter(snap, "k/02990", 7, NULL, 0, &it, &err), MR_OK);
+  kv_snapshot_close(snap);
+  seek_to(it, "k/02998");
+  want_next(it, "k/02998");
+  want_next(it, "k/02999");
+  assert_int_equal(kv_iter_next(it, &k, &kl, &v, &vl, &err), MR_ERR_NOT_FOUND);
+  kv_iter_close(it);
+  close_or_die(db);
+}
+
 static void stats_count_keys_returned(void **state) {
   kv_db *db = open_or_die("memory://", NULL);
   put(db, "c/1", "aa");
@@ -698,6 +771,7 @@ int main(void) {
       cmocka_unit_test(newer_writer_fences_older),
       cmocka_unit_test(close_refuses_while_children_open),
       cmocka_unit_test(stats_count_keys_returned),
+      cmocka_unit_test(seek_skips_ahead_within_the_range),
       cmocka_unit_test(bad_urls_are_invalid),
       cmocka_unit_test(list_folders_names_the_stores_under_a_root),
       cmocka_unit_test(gc_keeps_up_on_a_folder_store),

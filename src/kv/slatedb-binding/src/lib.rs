@@ -582,17 +582,25 @@ where
 pub struct SdbIter {
     rt: Arc<Runtime>,
     it: Option<DbIterator>, // None: an empty range, or every entry fetched
+    end: Bound<Bytes>,      // the scan's upper bound: a seek at or past it ends the scan
     cur: Option<KeyValue>,  // the entry the caller's pointers point into
-    // Entries fetched ahead: one trip into the runtime fetches up to
-    // ITER_BATCH_ENTRIES / ITER_BATCH_BYTES, because a trip per entry cost
-    // more in thread wake-ups than the read itself (a cold start read a
-    // million records at ~8 us each). A failure met after some entries is
-    // kept until those are handed out.
+    // Entries fetched ahead: one trip into the runtime fetches up to `batch`
+    // entries / ITER_BATCH_BYTES, because a trip per entry cost more in
+    // thread wake-ups than the read itself (a cold start read a million
+    // records at ~8 us each). A failure met after some entries is kept
+    // until those are handed out.
     ahead: VecDeque<KeyValue>,
     failed: Option<Fail>,
+    // Entries the next fetch asks for: ITER_FIRST_BATCH at the start and
+    // after a seek, doubling per fetch up to ITER_BATCH_ENTRIES, so that a
+    // short scan, or one that hops from seek to seek, does not read a full
+    // batch it then drops.
+    batch: usize,
+    fetched_to: Option<Bytes>, // the last key fetched: where the SlateDB iterator stands
 }
 
 const ITER_BATCH_ENTRIES: usize = 1024;
+const ITER_FIRST_BATCH: usize = 16;
 const ITER_BATCH_BYTES: usize = 1 << 20;
 
 pub struct SdbSnapshot {
@@ -800,14 +808,25 @@ fn writer(db: &SdbDb) -> Res<&Db> {
     }
 }
 
-unsafe fn give_iter(rt: &Arc<Runtime>, it: Option<DbIterator>, out: *mut *mut SdbIter) -> Res<()> {
+unsafe fn give_iter(
+    rt: &Arc<Runtime>,
+    it: Option<(DbIterator, Bound<Bytes>)>,
+    out: *mut *mut SdbIter,
+) -> Res<()> {
     let out = handle(out)?;
+    let (it, end) = match it {
+        Some((it, end)) => (Some(it), end),
+        None => (None, Bound::Unbounded),
+    };
     *out = Box::into_raw(Box::new(SdbIter {
         rt: rt.clone(),
         it,
+        end,
         cur: None,
         ahead: VecDeque::new(),
         failed: None,
+        batch: ITER_FIRST_BATCH,
+        fetched_to: None,
     }));
     Ok(())
 }
@@ -819,9 +838,11 @@ fn iter_fetch(it: &mut SdbIter) {
         return;
     };
     let ahead = &mut it.ahead;
+    let want = it.batch;
+    it.batch = (it.batch * 2).min(ITER_BATCH_ENTRIES);
     let res: Result<bool, slatedb::Error> = it.rt.block_on(async {
         let mut bytes = 0;
-        while ahead.len() < ITER_BATCH_ENTRIES && bytes < ITER_BATCH_BYTES {
+        while ahead.len() < want && bytes < ITER_BATCH_BYTES {
             match inner.next().await? {
                 Some(kv) => {
                     bytes += kv.key.len() + kv.value.len();
@@ -832,6 +853,9 @@ fn iter_fetch(it: &mut SdbIter) {
         }
         Ok(false)
     });
+    if let Some(last) = ahead.back() {
+        it.fetched_to = Some(last.key.clone());
+    }
     match res {
         Ok(false) => {}
         Ok(true) => it.it = None,
@@ -1193,12 +1217,16 @@ pub unsafe extern "C" fn sdb_scan(
         let db = shared(db)?;
         let it = match range_arg(start, slen, end, elen)? {
             None => None,
-            Some(range) => Some(match &db.store {
-                Store::Writer(d) => db
-                    .rt
-                    .block_on(d.scan_with_options(range, &durable_scan()))?,
-                Store::Reader(r) => db.rt.block_on(r.get().scan_with_options(range, &scan_options()))?,
-            }),
+            Some(range) => {
+                let end = range.1.clone();
+                let it = match &db.store {
+                    Store::Writer(d) => db
+                        .rt
+                        .block_on(d.scan_with_options(range, &durable_scan()))?,
+                    Store::Reader(r) => db.rt.block_on(r.get().scan_with_options(range, &scan_options()))?,
+                };
+                Some((it, end))
+            }
         };
         give_iter(&db.rt, it, out)
     })
@@ -1234,6 +1262,60 @@ pub unsafe extern "C" fn sdb_iter_next(
         *klen = kv.key.len();
         *val = kv.value.as_ptr();
         *vlen = kv.value.len();
+        Ok(())
+    })
+}
+
+/// Moves it forward so that the next sdb_iter_next returns the first entry
+/// at or after `key`. Entries fetched ahead below it are dropped (their
+/// count goes to *dropped: the store read them); past them the SlateDB
+/// iterator seeks. A key at or below the last entry returned changes
+/// nothing; one at or past the scan's end ends it.
+#[no_mangle]
+pub unsafe extern "C" fn sdb_iter_seek(
+    it: *mut SdbIter,
+    key: *const u8,
+    klen: usize,
+    dropped: *mut usize,
+    msg: *mut c_char,
+    cap: usize,
+) -> i32 {
+    guard(msg, cap, || {
+        let it = handle(it)?;
+        let target = key_arg(key, klen)?;
+        let dropped = dropped
+            .as_mut()
+            .ok_or_else(|| invalid("null output pointer"))?;
+        *dropped = 0;
+        it.cur = None;
+        while let Some(front) = it.ahead.front() {
+            if front.key.as_ref() >= target {
+                return Ok(());
+            }
+            it.ahead.pop_front();
+            *dropped += 1;
+        }
+        if it.failed.is_some() {
+            return Ok(()); // handed out by the next sdb_iter_next
+        }
+        let past_end = match &it.end {
+            Bound::Excluded(e) => target >= e.as_ref(),
+            _ => false,
+        };
+        if it.fetched_to.as_ref().is_some_and(|f| target <= f.as_ref()) {
+            return Ok(()); // already past it
+        }
+        if past_end {
+            it.it = None;
+        } else if let Some(inner) = it.it.as_mut() {
+            // every entry fetched so far is below target: the SlateDB
+            // iterator stands before it, as its seek requires
+            if let Err(e) = it.rt.block_on(inner.seek(target)) {
+                it.failed = Some(e.into());
+                it.it = None;
+            }
+        }
+        it.batch = ITER_FIRST_BATCH;
         Ok(())
     })
 }
@@ -1375,7 +1457,10 @@ pub unsafe extern "C" fn sdb_snapshot_scan(
         let s = handle(s)?;
         let it = match range_arg(start, slen, end, elen)? {
             None => None,
-            Some(range) => Some(s.rt.block_on(s.snap.scan_with_options(range, &durable_scan()))?),
+            Some(range) => {
+                let end = range.1.clone();
+                Some((s.rt.block_on(s.snap.scan_with_options(range, &durable_scan()))?, end))
+            }
         };
         give_iter(&s.rt, it, out)
     })
@@ -1448,7 +1533,10 @@ pub unsafe extern "C" fn sdb_txn_scan(
         let t = handle(t)?;
         let it = match range_arg(start, slen, end, elen)? {
             None => None,
-            Some(range) => Some(t.rt.block_on(t.txn.scan_with_options(range, &durable_scan()))?),
+            Some(range) => {
+                let end = range.1.clone();
+                Some((t.rt.block_on(t.txn.scan_with_options(range, &durable_scan()))?, end))
+            }
         };
         give_iter(&t.rt, it, out)
     })
