@@ -19,6 +19,7 @@ first time-travel query on it, and the RSS after them.
 
     .venv/bin/python bench/history.py     # 100 current files; H = 100 / 1,000 / 10,000
     .venv/bin/python bench/history.py --sizes 1000,10000 --tables 50
+    .venv/bin/python bench/history.py --resident-snapshots 100
 
 `moraine import` replays the history commit by commit (about 14 ms a
 snapshot here), so building the largest catalog dominates the run.
@@ -78,10 +79,13 @@ def rss_mib(pid):
     return float("nan")
 
 
+RESIDENT = []  # extra serve arguments: --resident-snapshots N when asked
+
+
 def start(store, mode):
     t0 = time.perf_counter()
     p = subprocess.Popen([MORAINE, "serve", "--store", store, "--listen", "127.0.0.1:0",
-                          "--load-history", mode], stderr=subprocess.PIPE, text=True)
+                          "--load-history", mode] + RESIDENT, stderr=subprocess.PIPE, text=True)
     opened = None
     for line in p.stderr:
         opened = OPENED.search(line) or opened
@@ -127,7 +131,11 @@ def main():
     ap.add_argument("--tables", type=int, default=10)
     ap.add_argument("--files", type=int, default=10, help="current data files per table")
     ap.add_argument("--starts", type=int, default=3, help="cold starts per point (median)")
+    ap.add_argument("--resident-snapshots", type=int,
+                    help="the server's resident snapshot tail (default: the server's, 1000)")
     a = ap.parse_args()
+    if a.resident_snapshots is not None:
+        RESIDENT.extend(["--resident-snapshots", str(a.resident_snapshots)])
     sizes = [int(s) for s in a.sizes.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="moraine-history-") as tmp:

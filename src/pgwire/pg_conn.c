@@ -69,12 +69,14 @@ typedef struct portal {
   int16_t *param_formats;
   size_t nformats;
   int16_t *formats;
+  bool doomed; /* closed by DISCARD ALL: freed once the message that ran it is done */
   struct portal *next;
 } portal;
 
 typedef struct named_stmt {
   char *name;
   sql_prepared *p;
+  bool doomed; /* deallocated by SQL: freed once the message that ran it is done */
   struct named_stmt *next;
 } named_stmt;
 
@@ -87,6 +89,7 @@ typedef struct conn {
   void *session_handle; /* the session source's, for its close */
   named_stmt *stmts;
   portal *portals;
+  portal *running; /* the portal an Execute is running, if any */
   bool io_failed; /* the socket failed: stop at the next check */
   bool skip_to_sync;
   pg_msg copy_msg; /* the last CopyData read; freed at the next read */
@@ -543,14 +546,14 @@ static bool authenticate(conn *c) {
 
 static named_stmt **find_stmt(conn *c, const char *name) {
   named_stmt **p = &c->stmts;
-  while (*p && strcmp((*p)->name, name) != 0)
+  while (*p && ((*p)->doomed || strcmp((*p)->name, name) != 0))
     p = &(*p)->next;
   return p;
 }
 
 static portal **find_portal(conn *c, const char *name) {
   portal **p = &c->portals;
-  while (*p && strcmp((*p)->name, name) != 0)
+  while (*p && ((*p)->doomed || strcmp((*p)->name, name) != 0))
     p = &(*p)->next;
   return p;
 }
@@ -599,6 +602,50 @@ static void drop_stmt(conn *c, const char *name) {
     sql_prepared_free(s->p);
     free(s->name);
     free(s);
+  }
+}
+
+/* sql_dealloc_fn: DEALLOCATE name | ALL and DISCARD ALL. What they end is
+ * only marked here: the statement running them may be one of those named
+ * (or its portal), so the frees wait for reap_doomed after the message. */
+static bool dealloc_for_sql(void *ctx, const char *name, bool portals) {
+  conn *c = ctx;
+  if (name) {
+    named_stmt *s = *find_stmt(c, name);
+    if (s)
+      s->doomed = true;
+    return s != NULL;
+  }
+  for (named_stmt *s = c->stmts; s; s = s->next)
+    if (s->name[0] != '\0') /* DEALLOCATE ALL leaves the unnamed statement */
+      s->doomed = true;
+  for (portal *p = c->portals; portals && p; p = p->next)
+    if (p != c->running)
+      p->doomed = true;
+  return true;
+}
+
+static void reap_doomed(conn *c) {
+  for (portal **pp = &c->portals; *pp;) {
+    portal *p = *pp;
+    if (p->doomed) {
+      *pp = p->next;
+      free_portal(p);
+    } else {
+      pp = &p->next;
+    }
+  }
+  for (named_stmt **sp = &c->stmts; *sp;) {
+    named_stmt *s = *sp;
+    if (s->doomed) {
+      *sp = s->next;
+      drop_portals_of(c, s->p);
+      sql_prepared_free(s->p);
+      free(s->name);
+      free(s);
+    } else {
+      sp = &s->next;
+    }
   }
 }
 
@@ -809,10 +856,12 @@ static void on_execute(conn *c, pg_msg *m) {
     return;
   }
   sql_sink sink = make_sink(c);
+  c->running = p;
   if (sql_prepared_execute(c->session, p->stmt, p->nparams, (const char *const *)p->vals, p->lens,
                            p->nparam_formats, p->param_formats, p->nformats, p->formats, &sink,
                            &e) != MR_OK)
     ext_error(c, &e);
+  c->running = NULL;
 }
 
 static void on_close(conn *c, pg_msg *m) {
@@ -1012,6 +1061,7 @@ static void query_loop(conn *c) {
       sql = sqlbuf;
     }
     dispatch(c, &m);
+    reap_doomed(c);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = ms_between(&t0, &t1);
     if (c->a->slow_statement_ms >= 0 && ms >= (double)c->a->slow_statement_ms && m.type != 'H' &&
@@ -1075,6 +1125,7 @@ static bool open_session(conn *c) {
     return false;
   }
   sql_session_set_read_only_role(c->session, c->role == PG_ROLE_READ);
+  sql_session_set_dealloc(c->session, dealloc_for_sql, c);
   pg_registry_authenticated(c->reg, c->entry, c->session);
   return true;
 }

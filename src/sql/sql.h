@@ -308,6 +308,17 @@ mr_status sql_session_sync(sql_session *s, sql_error *err) MR_MUST_CHECK;
  * fails with SQLSTATE 42501 (set once, after authentication). */
 void sql_session_set_read_only_role(sql_session *s, bool read_only);
 
+/*
+ * Prepared statements and portals belong to the protocol layer; DEALLOCATE
+ * and DISCARD ALL reach them through this hook. name NULL: every named
+ * prepared statement (DEALLOCATE ALL), and with `portals` every portal but
+ * the running one too (DISCARD ALL); otherwise the statement `name`. It
+ * returns false when there is no such statement (the statement then fails
+ * 26000). Without a hook (tests, tools) these statements change nothing.
+ */
+typedef bool (*sql_dealloc_fn)(void *ctx, const char *name, bool portals);
+void sql_session_set_dealloc(sql_session *s, sql_dealloc_fn fn, void *ctx);
+
 /* True once after each commit that called the hooks, with its times. */
 bool sql_session_take_commit_times(sql_session *s, sql_commit_times *out);
 

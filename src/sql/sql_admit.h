@@ -51,7 +51,7 @@
     "passed to the engine")                                                                        \
   X("show", VARIABLE_SHOW_STMT, "SHOW name / SHOW ALL, answered from the session")                 \
   X("discard", DISCARD_STMT, "DISCARD ALL")                                                        \
-  X("deallocate", DEALLOCATE_STMT, "DEALLOCATE [ALL] (a no-op)")
+  X("deallocate", DEALLOCATE_STMT, "DEALLOCATE name or ALL (of the protocol's prepared statements)")
 
 /* X(PgQuery node case suffix): PostgreSQL syntax refused with 0A000. */
 #define SQL_ADMIT_UNSUPPORTED(X)                                                                   \

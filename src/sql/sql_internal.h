@@ -130,6 +130,8 @@ struct sql_session {
   duckdb_prepared_statement txn_ps[SQL_TXN_VERBS]; /* prepared on first use */
   sql_commit_times last_commit; /* of the last hooked commit */
   bool role_read_only;          /* the user's role is read: writes fail 42501 */
+  sql_dealloc_fn dealloc;       /* DEALLOCATE / DISCARD ALL: the protocol layer's */
+  void *dealloc_ctx;
   bool has_last_commit;         /* last_commit not yet taken */
   sql_guc *gucs;
   size_t ngucs;

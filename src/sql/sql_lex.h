@@ -58,7 +58,8 @@ typedef enum sql_kind {
   SQL_KIND_COPY,
   SQL_KIND_DML,         /* INSERT / UPDATE / DELETE, also under WITH */
   SQL_KIND_DDL,         /* CREATE / DROP / ALTER / COMMENT / TRUNCATE */
-  SQL_KIND_NOOP,        /* DEALLOCATE, LISTEN, UNLISTEN, SET TRANSACTION ... */
+  SQL_KIND_NOOP,        /* LISTEN, UNLISTEN, SET TRANSACTION ... */
+  SQL_KIND_DEALLOCATE,  /* DEALLOCATE name | ALL: the protocol layer's statements */
   SQL_KIND_UNSUPPORTED, /* SAVEPOINT, RELEASE, PREPARE TRANSACTION, ... */
 } sql_kind;
 

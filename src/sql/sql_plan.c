@@ -525,7 +525,10 @@ static mr_status plan_node(planner *p, const PgQuery__Node *n, sql_plan *pl) {
     return MR_OK;
   case PG_QUERY__NODE__NODE_DEALLOCATE_STMT:
     pl->shape = "deallocate";
-    pl->kind = SQL_KIND_NOOP;
+    pl->kind = SQL_KIND_DEALLOCATE;
+    if (n->deallocate_stmt->name && n->deallocate_stmt->name[0] &&
+        (pl->dealloc_name = strdup(n->deallocate_stmt->name)) == NULL)
+      return nomem(p->err);
     return set_tag(pl,
                    n->deallocate_stmt->name && n->deallocate_stmt->name[0] ? "DEALLOCATE"
                                                                            : "DEALLOCATE ALL",
@@ -560,6 +563,7 @@ static void plan_free(sql_plan *pl) {
   free(pl->ddl.cols);
   sql_hist_needs_free(&pl->hist);
   sql_copy_stmt_free(&pl->copy);
+  free(pl->dealloc_name);
 }
 
 /* A COPY's options, read once here so that a cached plan runs without

@@ -79,6 +79,7 @@ typedef struct sql_plan {
   bool begin_read_only; /* SQL_KIND_BEGIN: READ ONLY requested */
   sql_hist_needs hist;  /* the catalog history it may read (sql_history.h) */
   sql_copy_stmt copy;   /* SQL_KIND_COPY: its direction, query or target, options */
+  char *dealloc_name;   /* SQL_KIND_DEALLOCATE: the statement, NULL for ALL */
 } sql_plan;
 
 typedef struct sql_plans {

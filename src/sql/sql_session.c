@@ -221,6 +221,11 @@ static bool target_is_temp(sql_session *s, const sql_dml_target *d) {
 
 /* ---- sessions ----------------------------------------------------------- */
 
+void sql_session_set_dealloc(sql_session *s, sql_dealloc_fn fn, void *ctx) {
+  s->dealloc = fn;
+  s->dealloc_ctx = ctx;
+}
+
 void sql_session_set_read_only_role(sql_session *s, bool read_only) {
   s->role_read_only = read_only;
 }
@@ -924,7 +929,14 @@ static mr_status run_plan(sql_session *s, const sql_plan *pl, const sql_sink *si
                       "DISCARD ALL cannot run inside a transaction block");
     guc_reset_all(s);
     drop_temps(s, true);
+    if (s->dealloc)
+      s->dealloc(s->dealloc_ctx, NULL, true);
     return complete(sink, "DISCARD ALL", err);
+  case SQL_KIND_DEALLOCATE:
+    if (s->dealloc && !s->dealloc(s->dealloc_ctx, pl->dealloc_name, false))
+      return sql_fail(err, MR_ERR_INVALID, "26000", "prepared statement \"%s\" does not exist",
+                      pl->dealloc_name);
+    return complete(sink, pl->tag, err);
   case SQL_KIND_NOOP:
     return complete(sink, pl->tag ? pl->tag : "", err);
   default: {

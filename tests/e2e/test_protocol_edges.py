@@ -220,6 +220,43 @@ def test_other_malformed_extended_messages(server):
         assert_still_serving(server, s)
 
 
+def test_deallocate_and_discard_all_end_prepared_statements(server):
+    """DEALLOCATE and DISCARD ALL (a pooler's reset query) reach the
+    protocol's prepared statements and portals, as in PostgreSQL: the next
+    client on a pooled connection cannot run the last one's statements."""
+    with session(server) as s:
+        msgs = exchange(s, parse("SELECT 7", name="a") + parse("SELECT 8", name="b") +
+                        parse("SELECT 9", name="c") + SYNC)
+        assert [t for t, _ in msgs] == [b"1", b"1", b"1", b"Z"]
+        msgs = exchange(s, query("DEALLOCATE a"))
+        assert [t for t, _ in msgs] == [b"C", b"Z"] and msgs[0][1] == b"DEALLOCATE\0"
+        msgs = exchange(s, bind([], stmt="a") + SYNC)
+        assert errors(msgs)[0]["C"] == "26000"
+        msgs = exchange(s, query("DEALLOCATE a"))  # gone: PostgreSQL's error
+        assert errors(msgs)[0]["C"] == "26000"
+        # b still runs; a statement can deallocate itself (freed after it ran)
+        msgs = exchange(s, bind([], stmt="b") + execute() + SYNC)
+        assert msgs[1][0] == b"D" and msgs[1][1].endswith(b"8")
+        msgs = exchange(s, parse("DEALLOCATE self", name="self") + bind([], stmt="self") +
+                        execute() + SYNC)
+        assert [t for t, _ in msgs] == [b"1", b"2", b"C", b"Z"], msgs
+        assert errors(exchange(s, bind([], stmt="self") + SYNC))[0]["C"] == "26000"
+        # a named portal on c, then DISCARD ALL run through the unnamed statement
+        msgs = exchange(s, bind([], stmt="c", portal="p") + SYNC)
+        assert [t for t, _ in msgs] == [b"2", b"Z"]
+        msgs = exchange(s, parse("DISCARD ALL") + bind([]) + execute() + SYNC)
+        assert [t for t, _ in msgs] == [b"1", b"2", b"C", b"Z"], msgs
+        for gone in (bind([], stmt="b"), bind([], stmt="c"), execute("p")):
+            assert errors(exchange(s, gone + SYNC))[0]["C"] in ("26000", "34000"), gone
+        # the names are free again
+        msgs = exchange(s, parse("SELECT 10", name="b") + bind([], stmt="b") + execute() + SYNC)
+        assert msgs[2][1].endswith(b"10"), msgs
+        msgs = exchange(s, query("DEALLOCATE ALL"))
+        assert msgs[0] == (b"C", b"DEALLOCATE ALL\0"), msgs
+        assert errors(exchange(s, bind([], stmt="b") + SYNC))[0]["C"] == "26000"
+        assert_still_serving(server, s)
+
+
 # ---- framing: huge declared lengths ----------------------------------------------------
 
 @pytest.mark.parametrize("header", [

@@ -277,6 +277,39 @@ static void transaction_states(void **state) {
   ASSERT_RUN(f, "ROLLBACK", "C ROLLBACK|");
 }
 
+/* What a session asked of its protocol layer's prepared statements. */
+typedef struct dealloc_log {
+  sql_strbuf calls;
+} dealloc_log;
+
+static bool record_dealloc(void *ctx, const char *name, bool portals) {
+  dealloc_log *d = ctx;
+  sql_strbuf_addf(&d->calls, "%s%s;", name ? name : "(all)", portals ? "+portals" : "");
+  return name == NULL || strcmp(name, "known") == 0;
+}
+
+static void deallocate_and_discard_reach_the_protocol_layer(void **state) {
+  fixture *f = *state;
+  ASSERT_RUN(f, "DEALLOCATE unknown", "C DEALLOCATE|"); /* no hook: nothing to end */
+  dealloc_log d = {{0}};
+  sql_session_set_dealloc(f->s, record_dealloc, &d);
+  ASSERT_RUN(f, "DEALLOCATE known", "C DEALLOCATE|");
+  ASSERT_RUN(f, "DEALLOCATE PREPARE known", "C DEALLOCATE|");
+  ASSERT_RUN(f, "DEALLOCATE unknown",
+             "ERR 26000 prepared statement \"unknown\" does not exist");
+  ASSERT_RUN(f, "DEALLOCATE ALL", "C DEALLOCATE ALL|");
+  ASSERT_RUN(f, "DISCARD ALL", "C DISCARD ALL|");
+  ASSERT_RUN(f, "BEGIN", "C BEGIN|");
+  char *got = run(f, "DISCARD ALL"); /* refused in a block: ends nothing */
+  assert_non_null(strstr(got, "ERR 25001"));
+  free(got);
+  ASSERT_RUN(f, "ROLLBACK", "C ROLLBACK|");
+  char *calls = sql_strbuf_take(&d.calls);
+  assert_string_equal(calls, "known;known;unknown;(all);(all)+portals;");
+  free(calls);
+  sql_session_set_dealloc(f->s, NULL, NULL);
+}
+
 /* The session keeps each SELECT / COPY text prepared (sql_cache.h) and a
  * Parse is executed many times: each run must answer from the data of its
  * own time, never from the table statistics of the time it was prepared. */
@@ -680,6 +713,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(preload_then_query, setup, teardown),
       cmocka_unit_test_setup_teardown(capture_and_hooks, setup, teardown),
       cmocka_unit_test_setup_teardown(transaction_states, setup, teardown),
+      cmocka_unit_test_setup_teardown(deallocate_and_discard_reach_the_protocol_layer, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(kept_statements_see_new_rows, setup, teardown),
       cmocka_unit_test_setup_teardown(closed_statements_are_kept_until_ddl, setup, teardown),
       cmocka_unit_test_setup_teardown(bytea_literals_follow_the_column_type, setup, teardown),
