@@ -9,8 +9,8 @@
  *     engine holds them already (their end came as an UPDATE); loading
  *     skips every history key whose end (its last key component) is past H0;
  *   - the column stats (fstat records, current keys that outlive their
- *     file's live version) of data files that were not current at the load:
- *     they load with their table's ended files.
+ *     file's live version) of data files that ended at or before H0: they
+ *     load, apart from the files, when a statement may read them.
  * Schemas, tables, views, macros, columns, partitions and sorts keep their
  * whole history resident: it grows with DDL, not with commits, and their
  * embedded child rows (column tags, partition columns, ...) have no
@@ -165,7 +165,7 @@ static mr_status idset_add(cat_idset *s, uint64_t id, mr_error *err) {
 
 void cat_history_free(cat_history *h) {
   free(h->snap_points.v);
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     free(h->file_tables[i].v);
   memset(h, 0, sizeof *h);
 }
@@ -216,7 +216,7 @@ mr_status cat_history_load(catalog *c, store_visit_fn fn, void *ctx, mr_error *e
 typedef struct fault {
   catalog *c;
   cat_loader *ld;
-  fileset ended; /* data files whose ended version this load adds: their stats follow */
+  fileset ended; /* a stats load: the data files ended at or before H0 */
   const cat_idset *skip_tables; /* a whole-kind load: tables loaded before */
   const cat_idset *skip_snaps;  /* a whole snapshot load: points loaded before */
   size_t records;
@@ -230,13 +230,18 @@ static mr_status visit_file(void *ctx, const mr_key *k, const ProtobufCMessage *
     return MR_OK;
   if (f->skip_tables && idset_has(f->skip_tables, k->c[0]))
     return MR_OK;
-  if (k->kind == MR_KK_FILE) {
-    mr_status rc = fileset_add(&f->ended, k->c[1], err);
-    if (rc)
-      return rc;
-  }
   f->records++;
   return cat_loader_visit(f->ld, k, m, err);
+}
+
+/* A stats load's first pass: which data files ended at or before H0. */
+static mr_status visit_ended_id(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                                mr_error *err) {
+  (void)m;
+  fault *f = ctx;
+  if (k->c[2] > f->c->hist.h0 || (f->skip_tables && idset_has(f->skip_tables, k->c[0])))
+    return MR_OK;
+  return fileset_add(&f->ended, k->c[1], err);
 }
 
 static mr_status visit_stats(void *ctx, const mr_key *k, const ProtobufCMessage *m,
@@ -248,18 +253,43 @@ static mr_status visit_stats(void *ctx, const mr_key *k, const ProtobufCMessage 
   return cat_loader_visit(f->ld, k, m, err);
 }
 
-/* The stats of the data files just loaded: table tid's range, or (tid 0)
- * every table's. */
+/* The column stats of the data files that ended at or before H0 (those of
+ * files current at the load, or made since, are in the engine): table tid's,
+ * or (tid 0) every table's but f->skip_tables'. They load apart from the
+ * files themselves: a scan of ducklake_data_file does not read them, and
+ * they are most of the history's records (one per column per file). */
 static mr_status load_stats(fault *f, uint64_t tid, mr_error *err) {
-  if (f->ended.n == 0)
-    return MR_OK;
   mr_key_range r;
-  mr_status rc = tid ? mr_key_range_table(MR_KK_FSTAT, false, tid, &r, err)
-                     : mr_key_range_kind(MR_KK_FSTAT, false, &r, err);
+  mr_status rc = tid ? mr_key_range_table(MR_KK_FILE, true, tid, &r, err)
+                     : mr_key_range_kind(MR_KK_FILE, true, &r, err);
   if (rc == MR_OK)
+    rc = store_scan(f->c->st, &r, visit_ended_id, f, err);
+  if (rc == MR_OK && f->ended.n > 0)
+    rc = tid ? mr_key_range_table(MR_KK_FSTAT, false, tid, &r, err)
+             : mr_key_range_kind(MR_KK_FSTAT, false, &r, err);
+  if (rc == MR_OK && f->ended.n > 0)
     rc = store_scan(f->c->st, &r, visit_stats, f, err);
   free(f->ended.v);
   f->ended = (fileset){NULL, 0, 0};
+  return rc;
+}
+
+/* Index of a file class in cat_history's marks: data files, delete files,
+ * data files' column stats. */
+static int file_class(sql_hist_class cls) {
+  return cls == SQL_HIST_DELETE_FILE ? 1 : cls == SQL_HIST_FILE_STATS ? 2 : 0;
+}
+
+/* Loads one table's (tid 0: every table's but f->skip_tables') history of
+ * file class i. */
+static mr_status load_file_class(fault *f, int i, uint64_t tid, mr_error *err) {
+  if (i == 2)
+    return load_stats(f, tid, err);
+  mr_key_range r;
+  mr_status rc = tid ? mr_key_range_table(FILE_KINDS[i], true, tid, &r, err)
+                     : mr_key_range_kind(FILE_KINDS[i], true, &r, err);
+  if (rc == MR_OK)
+    rc = store_scan(f->c->st, &r, visit_file, f, err);
   return rc;
 }
 
@@ -317,26 +347,21 @@ static mr_status load_snapshots(fault *f, const sql_hist_need *n, char *what, si
   return rc;
 }
 
-/* Ended file versions: of the tables named, or of every table. */
+/* Ended file versions, or their stats: of the tables named, or of every
+ * table. */
 static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t wn,
                             mr_error *err) {
   cat_history *h = &f->c->hist;
-  int i = n->cls == SQL_HIST_DELETE_FILE ? 1 : 0; /* stats come with their data files */
+  int i = file_class(n->cls);
   if (h->files_all[i] || n->bound > (int64_t)h->h0)
     return MR_OK;
-  mr_key_kind kind = FILE_KINDS[i];
   const char *name = sql_hist_class_name(n->cls);
-  mr_key_range r;
   mr_status rc = MR_OK;
   for (size_t j = 0; j < n->nids; j++) {
     uint64_t tid = (uint64_t)n->ids[j];
     if (n->ids[j] <= 0 || idset_has(&h->file_tables[i], tid))
       continue;
-    rc = mr_key_range_table(kind, true, tid, &r, err);
-    if (rc == MR_OK)
-      rc = store_scan(f->c->st, &r, visit_file, f, err);
-    if (rc == MR_OK)
-      rc = load_stats(f, tid, err);
+    rc = load_file_class(f, i, tid, err);
     if (rc == MR_OK)
       rc = idset_add(&h->file_tables[i], tid, err);
     if (rc)
@@ -347,12 +372,8 @@ static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t
   if (n->nids > 0)
     return MR_OK;
   f->skip_tables = &h->file_tables[i];
-  rc = mr_key_range_kind(kind, true, &r, err);
-  if (rc == MR_OK)
-    rc = store_scan(f->c->st, &r, visit_file, f, err);
+  rc = load_file_class(f, i, 0, err);
   f->skip_tables = NULL;
-  if (rc == MR_OK)
-    rc = load_stats(f, 0, err);
   if (rc == MR_OK) {
     h->files_all[i] = true;
     snprintf(what + strlen(what), wn - strlen(what), " %s of every table", name);
@@ -375,7 +396,7 @@ static bool need_loads(const cat_history *h, const sql_hist_need *n) {
         return true;
     return false;
   }
-  int i = n->cls == SQL_HIST_DELETE_FILE ? 1 : 0;
+  int i = file_class(n->cls);
   if (h->files_all[i] || n->bound > (int64_t)h->h0)
     return false;
   if (n->nids == 0)
@@ -443,7 +464,7 @@ mr_status catalog_history_ensure(catalog *c, const sql_hist_needs *needs, bool *
     cat_history *h = &c->hist;
     h->snap_all = before.snap_all;
     h->snap_points.n = before.snap_points.n;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
       h->files_all[i] = before.files_all[i];
       h->file_tables[i].n = before.file_tables[i].n;
     }

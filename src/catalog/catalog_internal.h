@@ -22,8 +22,8 @@ typedef struct cat_history {
   uint64_t snap_floor; /* snapshots below it were left out */
   bool snap_all;       /* ... and have all been loaded since */
   cat_idset snap_points;
-  bool files_all[2]; /* data_file, delete_file: every ended version loaded */
-  cat_idset file_tables[2];
+  bool files_all[3]; /* data_file, delete_file, file stats: every ended one loaded */
+  cat_idset file_tables[3];
 } cat_history;
 
 /* The lazy parts of a load (catalog_history.c): the snapshot records from

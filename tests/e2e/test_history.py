@@ -50,6 +50,14 @@ def table_ids(server):
                                "WHERE end_snapshot IS NULL").fetchall())
 
 
+def file_stats(server, table_id=None):
+    where = f"WHERE table_id = {table_id}" if table_id else ""
+    with psycopg.connect(server.dsn(), autocommit=True) as pg:
+        return pg.execute("SELECT table_id, data_file_id, column_id, value_count, min_value, "
+                          f"max_value FROM ducklake_file_column_stats {where} "
+                          "ORDER BY 1, 2, 3").fetchall()
+
+
 def loads(server):
     return [(m.group(1), int(m.group(2)), int(m.group(4)))
             for m in LOADED.finditer(server.log())]
@@ -81,6 +89,8 @@ def test_history_loads_on_demand_and_answers_as_before(tmp_path):
                 "SELECT table_id, count(*) FROM ducklake_data_file WHERE end_snapshot IS NOT NULL "
                 "GROUP BY table_id").fetchall())
         assert ended[ids["a"]] == 6 and ended[ids["b"]] == 24, ended
+        stats = file_stats(server)
+        assert len(stats) > 30, stats  # one per file, the ended ones' included
     finally:
         assert server.stop() == 0
 
@@ -106,6 +116,13 @@ def test_history_loads_on_demand_and_answers_as_before(tmp_path):
         for key in before:
             assert after[key] == before[key], key
         con.close()
+        # the ended files' column stats load apart from the files, once:
+        # a's first, then everyone's, each row exactly once
+        assert file_stats(server, ids["a"]) == [r for r in stats if r[0] == ids["a"]]
+        assert file_stats(server) == stats
+        named = " ".join(w for w, _, _ in loads(server))
+        assert f"file_stats of table {ids['a']}" in named, named
+        assert "file_stats of every table" in named, named
     finally:
         assert server.stop() == 0
 
