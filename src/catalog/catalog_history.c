@@ -10,7 +10,11 @@
  *     skips every history key whose end (its last key component) is past H0;
  *   - the column stats (fstat records, current keys that outlive their
  *     file's live version) of data files that ended at or before H0: they
- *     load, apart from the files, when a statement may read them.
+ *     load, apart from the files, when a statement may read them;
+ *   - inlined data rows that have ended (an INLINE_ROW value with an
+ *     end_snapshot, at or before H0): a table's churn of inlined updates
+ *     and deletes. They share the current rows' key range, so the load
+ *     reads their keys and decodes them, but does not materialize them.
  * Schemas, tables, views, macros, columns, partitions and sorts keep their
  * whole history resident: it grows with DDL, not with commits, and their
  * embedded child rows (column tags, partition columns, ...) have no
@@ -143,6 +147,31 @@ mr_status cat_history_load_current(catalog *c, store_visit_fn fn, void *ctx, mr_
   return rc;
 }
 
+typedef struct inline_filter {
+  store_visit_fn fn;
+  void *ctx;
+} inline_filter;
+
+static bool inline_row_ended(const ProtobufCMessage *m, uint64_t h0) {
+  const Moraine__V1__InlineDataRow *r = (const Moraine__V1__InlineDataRow *)m;
+  return r->has_end_snapshot && r->end_snapshot >= 0 && (uint64_t)r->end_snapshot <= h0;
+}
+
+static mr_status visit_inline(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                              mr_error *err) {
+  inline_filter *fi = ctx;
+  if (k->kind == MR_KK_INLINE_ROW && inline_row_ended(m, UINT64_MAX))
+    return MR_OK; /* every end in the store is at or before the load's head */
+  return fi->fn(fi->ctx, k, m, err);
+}
+
+mr_status cat_history_load_inline(catalog *c, store_visit_fn fn, void *ctx, mr_error *err) {
+  if (!c->lazy_history)
+    return store_load_subspace(c->st, MR_SS_INLINE, fn, ctx, err);
+  inline_filter fi = {fn, ctx};
+  return store_load_subspace(c->st, MR_SS_INLINE, visit_inline, &fi, err);
+}
+
 static bool idset_has(const cat_idset *s, uint64_t id) {
   for (size_t i = 0; i < s->n; i++)
     if (s->v[i] == id)
@@ -165,7 +194,7 @@ static mr_status idset_add(cat_idset *s, uint64_t id, mr_error *err) {
 
 void cat_history_free(cat_history *h) {
   free(h->snap_points.v);
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 4; i++)
     free(h->file_tables[i].v);
   memset(h, 0, sizeof *h);
 }
@@ -234,6 +263,18 @@ static mr_status visit_file(void *ctx, const mr_key *k, const ProtobufCMessage *
   return cat_loader_visit(f->ld, k, m, err);
 }
 
+/* Inlined rows that ended at or before H0 (later ones were current at the
+ * load: the engine has them). */
+static mr_status visit_ended_inline(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                                    mr_error *err) {
+  fault *f = ctx;
+  if (!inline_row_ended(m, f->c->hist.h0) ||
+      (f->skip_tables && idset_has(f->skip_tables, k->c[0])))
+    return MR_OK;
+  f->records++;
+  return cat_loader_visit(f->ld, k, m, err);
+}
+
 /* A stats load's first pass: which data files ended at or before H0. */
 static mr_status visit_ended_id(void *ctx, const mr_key *k, const ProtobufCMessage *m,
                                 mr_error *err) {
@@ -277,7 +318,9 @@ static mr_status load_stats(fault *f, uint64_t tid, mr_error *err) {
 /* Index of a file class in cat_history's marks: data files, delete files,
  * data files' column stats. */
 static int file_class(sql_hist_class cls) {
-  return cls == SQL_HIST_DELETE_FILE ? 1 : cls == SQL_HIST_FILE_STATS ? 2 : 0;
+  return cls == SQL_HIST_DELETE_FILE ? 1 : cls == SQL_HIST_FILE_STATS ? 2
+                                       : cls == SQL_HIST_INLINE_ROW   ? 3
+                                                                      : 0;
 }
 
 /* Loads one table's (tid 0: every table's but f->skip_tables') history of
@@ -286,6 +329,11 @@ static mr_status load_file_class(fault *f, int i, uint64_t tid, mr_error *err) {
   if (i == 2)
     return load_stats(f, tid, err);
   mr_key_range r;
+  if (i == 3) {
+    mr_status rc = tid ? mr_key_range_table(MR_KK_INLINE_ROW, false, tid, &r, err)
+                       : mr_key_range_kind(MR_KK_INLINE_ROW, false, &r, err);
+    return rc ? rc : store_scan(f->c->st, &r, visit_ended_inline, f, err);
+  }
   mr_status rc = tid ? mr_key_range_table(FILE_KINDS[i], true, tid, &r, err)
                      : mr_key_range_kind(FILE_KINDS[i], true, &r, err);
   if (rc == MR_OK)
@@ -464,7 +512,7 @@ mr_status catalog_history_ensure(catalog *c, const sql_hist_needs *needs, bool *
     cat_history *h = &c->hist;
     h->snap_all = before.snap_all;
     h->snap_points.n = before.snap_points.n;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
       h->files_all[i] = before.files_all[i];
       h->file_tables[i].n = before.file_tables[i].n;
     }

@@ -22,8 +22,10 @@ typedef struct cat_history {
   uint64_t snap_floor; /* snapshots below it were left out */
   bool snap_all;       /* ... and have all been loaded since */
   cat_idset snap_points;
-  bool files_all[3]; /* data_file, delete_file, file stats: every ended one loaded */
-  cat_idset file_tables[3];
+  /* per class (data_file, delete_file, file stats, inlined rows): every
+   * table's ended rows loaded, or the tables whose are */
+  bool files_all[4];
+  cat_idset file_tables[4];
 } cat_history;
 
 /* The lazy parts of a load (catalog_history.c): the snapshot records from
@@ -33,6 +35,10 @@ mr_status cat_history_load(catalog *c, store_visit_fn fn, void *ctx, mr_error *e
  * files that are not current (catalog_history.c). */
 mr_status cat_history_load_current(catalog *c, store_visit_fn fn, void *ctx,
                                    mr_error *err) MR_MUST_CHECK;
+/* The inline subspace as a load reads it: lazy, without the inlined rows
+ * that have ended (catalog_history.c). */
+mr_status cat_history_load_inline(catalog *c, store_visit_fn fn, void *ctx,
+                                  mr_error *err) MR_MUST_CHECK;
 /* Makes c's residency what a load just gave (lazy or not); frees the old. */
 void cat_history_reset(cat_history *h, bool lazy, uint64_t h0, uint64_t tail);
 void cat_history_free(cat_history *h);

@@ -523,9 +523,10 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
     rc = cat_history_load(c, visit, &l, err);
   if (!rc)
     rc = cat_history_load_current(c, visit, &l, err);
-  static const mr_subspace order[] = {MR_SS_INLINE, MR_SS_SCHEMA_VERSION};
-  for (size_t i = 0; !rc && i < sizeof order / sizeof order[0]; i++)
-    rc = store_load_subspace(c->st, order[i], visit, &l, err);
+  if (!rc)
+    rc = cat_history_load_inline(c, visit, &l, err);
+  if (!rc)
+    rc = store_load_subspace(c->st, MR_SS_SCHEMA_VERSION, visit, &l, err);
   if (!rc)
     rc = load_gathered(&l, err);
   if (!rc && nrows)

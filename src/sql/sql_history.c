@@ -63,11 +63,28 @@ static const struct {
     {"ducklake_file_variant_stats", SQL_HIST_FILE_STATS},
 };
 
+/* T of a `ducklake_inlined_data_T_V` name (both decimal), or 0. */
+static int64_t inlined_table_id(const char *relname) {
+  static const char prefix[] = "ducklake_inlined_data_";
+  if (relname == NULL || strncmp(relname, prefix, sizeof prefix - 1) != 0)
+    return 0;
+  const char *p = relname + sizeof prefix - 1;
+  int64_t t = 0;
+  int digits = 0;
+  for (; *p >= '0' && *p <= '9' && digits < 18; p++, digits++)
+    t = t * 10 + (*p - '0');
+  if (digits == 0 || *p++ != '_' || *p < '0' || *p > '9')
+    return 0;
+  for (digits = 0; *p >= '0' && *p <= '9' && digits < 18; p++, digits++) {
+  }
+  return *p == '\0' ? t : 0;
+}
+
 int sql_hist_class_of(const char *relname) {
   for (size_t i = 0; relname && i < sizeof CLASS_TABLES / sizeof CLASS_TABLES[0]; i++)
     if (strcmp(CLASS_TABLES[i].name, relname) == 0)
       return (int)CLASS_TABLES[i].cls;
-  return -1;
+  return inlined_table_id(relname) > 0 ? (int)SQL_HIST_INLINE_ROW : -1;
 }
 
 const char *sql_hist_class_name(sql_hist_class c) {
@@ -80,6 +97,8 @@ const char *sql_hist_class_name(sql_hist_class c) {
     return "delete_file";
   case SQL_HIST_FILE_STATS:
     return "file_stats";
+  case SQL_HIST_INLINE_ROW:
+    return "inlined rows";
   default:
     return "?";
   }
@@ -99,7 +118,7 @@ static const char *id_column(int cls) {
 /* Could item it have a column named col? Opaque items and unknown tables
  * might; a history table has exactly its own. */
 static bool may_have(const item *it, const char *col) {
-  if (it->cls < 0)
+  if (it->cls < 0 || it->cls == SQL_HIST_INLINE_ROW) /* user columns too */
     return true;
   if (it->cls == SQL_HIST_SNAPSHOT)
     return strcmp(col, "snapshot_id") == 0 || strcmp(col, "end_snapshot") != 0;
@@ -434,6 +453,15 @@ static bool was_handled(const hist *h, const PgQuery__RangeVar *rv) {
 static void add_need(hist *h, const PgQuery__RangeVar *rv, int cls, int64_t bound, int64_t *ids,
                      size_t nids) {
   sql_hist_needs *o = h->out;
+  if (cls == SQL_HIST_INLINE_ROW) { /* the table is in the name, never in a column */
+    free(ids);
+    nids = 0;
+    if ((ids = malloc(sizeof *ids)) == NULL) {
+      h->oom = true;
+      return;
+    }
+    ids[nids++] = inlined_table_id(rv->relname);
+  }
   char *schema = NULL;
   if (rv->schemaname && rv->schemaname[0] && (schema = strdup(rv->schemaname)) == NULL)
     h->oom = true;

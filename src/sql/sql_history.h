@@ -11,7 +11,11 @@
  *   SQL_HIST_DELETE_FILE  ducklake_delete_file  load's head snapshot (H0);
  *   SQL_HIST_FILE_STATS   ducklake_file_column_stats / _variant_stats rows of
  *                         such data files (bounded through the data file they
- *                         are joined to: bound and ids are the file's).
+ *                         are joined to: bound and ids are the file's);
+ *   SQL_HIST_INLINE_ROW   rows of a ducklake_inlined_data_T_V table that ended
+ *                         at or before H0 (bound on end_snapshot; the id is
+ *                         always T, from the table's name: its other columns
+ *                         are the user's and may be named anything).
  * For every reference to such a table the analysis gives a need: a bound
  * the statement's own predicates put on the rows it can see, and the ids it
  * is limited to. The layer that owns residency (catalog) decides from its
@@ -49,6 +53,7 @@ typedef enum sql_hist_class {
   SQL_HIST_DATA_FILE,
   SQL_HIST_DELETE_FILE,
   SQL_HIST_FILE_STATS,
+  SQL_HIST_INLINE_ROW,
   SQL_HIST_NCLASS
 } sql_hist_class;
 

@@ -213,3 +213,80 @@ def test_start_after_a_thousand_commits_reads_no_history(tmp_path):
         con.close()
     finally:
         assert server.stop() == 0
+
+
+def inlined_rows(server):
+    """Every row of every inlined data table, as the server holds it."""
+    with psycopg.connect(server.dsn(), autocommit=True) as pg:
+        names = [n for (n,) in pg.execute(
+            "SELECT table_name FROM ducklake_inlined_data_tables ORDER BY 1").fetchall()]
+        return {n: pg.execute(f"SELECT row_id, begin_snapshot, end_snapshot FROM {n} "
+                              "ORDER BY 1, 2").fetchall() for n in names}
+
+
+def test_ended_inlined_rows_stay_in_the_store_until_read(tmp_path):
+    """A table's inlined rows that have ended (updated or deleted) are not
+    loaded at start; the first read of that table loads them, only them,
+    and every answer and every row is what it was. DuckLake's flush of
+    inlined data after a restart deletes them from the store too."""
+    store = "file://" + str(tmp_path / "store")
+    data = tmp_path / "data"
+    server = Server("--store", store)
+    try:
+        con = connect()
+        con.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake "
+                    f"(DATA_PATH '{data}/', DATA_INLINING_ROW_LIMIT 100)")
+        con.execute("CREATE TABLE lake.c(x INTEGER, y VARCHAR)")
+        con.execute("CREATE TABLE lake.d(x INTEGER)")
+        con.execute("INSERT INTO lake.c VALUES (0, 'a'), (100, 'b')")
+        con.execute("INSERT INTO lake.d VALUES (1)")
+        for i in range(1, 31):
+            con.execute(f"UPDATE lake.c SET x = {i} WHERE y = 'a'")  # ends a row, adds one
+        con.execute("DELETE FROM lake.c WHERE y = 'b'")
+        head = con.execute("SELECT max(snapshot_id) FROM ducklake_snapshots('lake')").fetchone()[0]
+        before = {v: con.execute(f"SELECT * FROM lake.c AT (VERSION => {v}) ORDER BY ALL").fetchall()
+                  for v in range(3, head + 1)}
+        con.close()
+        rows = inlined_rows(server)
+        assert sum(len(r) for r in rows.values()) >= 33, rows
+    finally:
+        assert server.stop() == 0
+
+    server = Server("--store", store)
+    try:
+        m = OPENED.search(server.log())
+        assert m and int(m.group(1)) < 100, server.log()  # not the 31 ended rows
+        assert loads(server) == []
+        con = attach(server, data)
+        assert con.execute("SELECT * FROM lake.d").fetchall() == [(1,)]
+        named = " ".join(w for w, _, _ in loads(server))
+        ids = table_ids(server)
+        assert f"inlined rows of table {ids['c']}" not in named, named  # d's read is not c's
+        for v, want in before.items():
+            assert con.execute(f"SELECT * FROM lake.c AT (VERSION => {v}) ORDER BY ALL").fetchall() == want, v
+        got = {w.strip(): n for w, n, _ in loads(server) if "inlined rows" in w}
+        assert got == {f"inlined rows of table {ids['d']}": 0,
+                       f"inlined rows of table {ids['c']}": 31}, got  # the ended ones, once
+        con.close()
+        assert inlined_rows(server) == rows
+        # flush the inlined rows to Parquet on a fresh start: DuckLake deletes
+        # every inlined row, the ended ones too, which are not loaded yet
+    finally:
+        assert server.stop() == 0
+    server = Server("--store", store)
+    try:
+        con = attach(server, data)
+        con.execute("CALL ducklake_flush_inlined_data('lake')")
+        after_flush = inlined_rows(server)
+        assert after_flush and all(r == [] for r in after_flush.values()), after_flush
+        con.close()
+    finally:
+        assert server.stop() == 0
+    server = Server("--store", store, "--load-history", "all")
+    try:
+        assert inlined_rows(server) == after_flush
+        con = attach(server, data)
+        assert con.execute("SELECT * FROM lake.c ORDER BY ALL").fetchall() == before[head]
+        con.close()
+    finally:
+        assert server.stop() == 0

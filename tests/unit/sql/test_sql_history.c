@@ -172,6 +172,29 @@ static void unknown_shapes_are_unbounded(void **state) {
   assert_int_equal(n->v[1].bound, U);
 }
 
+/* Inlined data tables: the table id is in the name, never in a column
+ * (the other columns are the user's and may be called table_id). */
+static void inlined_rows_name_their_table(void **state) {
+  (void)state;
+  static const int64_t t12[] = {12};
+  expect_none("SELECT * FROM ducklake_inlined_data_12_3 WHERE end_snapshot IS NULL");
+  expect_one("COPY (SELECT \"row_id\", \"x\" FROM \"public\".\"ducklake_inlined_data_12_3\" "
+             "WHERE \"begin_snapshot\" <= '9') TO STDOUT (FORMAT \"binary\")",
+             SQL_HIST_INLINE_ROW, U, 1, t12);
+  expect_one("SELECT * FROM ducklake_inlined_data_12_3 WHERE table_id = 7 AND (end_snapshot > 4 "
+             "OR end_snapshot IS NULL)",
+             SQL_HIST_INLINE_ROW, 5, 1, t12);
+  expect_one("DELETE FROM ducklake_inlined_data_12_3 WHERE end_snapshot < 5", SQL_HIST_INLINE_ROW,
+             U, 1, t12);
+  expect_none("UPDATE ducklake_inlined_data_12_3 SET end_snapshot = 8 WHERE row_id = 1 AND "
+              "end_snapshot IS NULL");
+  /* not an inlined data table's name */
+  expect_none("SELECT * FROM ducklake_inlined_data_12");
+  expect_none("SELECT * FROM ducklake_inlined_data_x_3");
+  expect_none("SELECT * FROM ducklake_inlined_delete_12");
+  expect_none("SELECT * FROM ducklake_inlined_data_tables");
+}
+
 static void other_tables_need_nothing(void **state) {
   (void)state;
   expect_none("SELECT * FROM ducklake_table WHERE end_snapshot IS NOT NULL");
@@ -191,6 +214,7 @@ int main(void) {
       cmocka_unit_test(time_travel_names_what_it_reads),
       cmocka_unit_test(file_stats_follow_their_file),
       cmocka_unit_test(unknown_shapes_are_unbounded),
+      cmocka_unit_test(inlined_rows_name_their_table),
       cmocka_unit_test(other_tables_need_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, teardown);
