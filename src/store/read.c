@@ -11,12 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-mr_status store_walk_raw(store *st, const void *start, size_t slen, const void *end, size_t elen,
-                         store_raw_fn fn, void *ctx, mr_error *err) {
+/* The one scan loop: fn sees every key of [start, end) with its raw bytes,
+ * and may write a key into *seek (len > 0) for the scan to jump to. */
+typedef mr_status (*walk_fn)(void *ctx, const mr_key *k, const void *kp, size_t kl,
+                             const void *vp, size_t vl, mr_keybuf *seek, mr_error *err);
+
+static mr_status walk(store *st, const void *start, size_t slen, const void *end, size_t elen,
+                      walk_fn fn, void *ctx, mr_error *err) {
   kv_iter *it = NULL;
   mr_status rc = kv_iter_open(st->db, start, slen, end, elen, &it, err);
   if (rc)
     return rc;
+  mr_keybuf seek;
   for (;;) {
     const void *kp, *vp;
     size_t kl, vl;
@@ -27,15 +33,36 @@ mr_status store_walk_raw(store *st, const void *start, size_t slen, const void *
       break;
     }
     mr_key k;
+    seek.len = 0;
     if (!rc)
       rc = mr_key_decode(kp, kl, &k, err);
     if (!rc)
-      rc = fn(ctx, &k, kp, kl, vp, vl, err);
+      rc = fn(ctx, &k, kp, kl, vp, vl, &seek, err);
+    if (!rc && seek.len > 0)
+      rc = kv_iter_seek(it, seek.b, seek.len, err);
     if (rc)
       break;
   }
   kv_iter_close(it);
   return rc;
+}
+
+typedef struct raw_ctx {
+  store_raw_fn fn;
+  void *ctx;
+} raw_ctx;
+
+static mr_status walk_raw_one(void *ctx, const mr_key *k, const void *kp, size_t kl,
+                              const void *vp, size_t vl, mr_keybuf *seek, mr_error *err) {
+  (void)seek;
+  raw_ctx *r = ctx;
+  return r->fn(r->ctx, k, kp, kl, vp, vl, err);
+}
+
+mr_status store_walk_raw(store *st, const void *start, size_t slen, const void *end, size_t elen,
+                         store_raw_fn fn, void *ctx, mr_error *err) {
+  raw_ctx r = {fn, ctx};
+  return walk(st, start, slen, end, elen, walk_raw_one, &r, err);
 }
 
 mr_status store_range_empty(store *st, const void *start, size_t slen, const void *end,
@@ -121,42 +148,34 @@ mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *
   return scan_r(st, r, visit_all, &v, err);
 }
 
+typedef struct picked_ctx {
+  store_pick_fn pick;
+  store_visit_fn fn;
+  void *ctx;
+} picked_ctx;
+
+static mr_status picked_one(void *ctx, const mr_key *k, const void *kp, size_t kl, const void *vp,
+                            size_t vl, mr_keybuf *seek, mr_error *err) {
+  (void)kp;
+  (void)kl;
+  picked_ctx *p = ctx;
+  store_pick how = p->pick(p->ctx, k, seek);
+  if (how != STORE_PICK_SEEK)
+    seek->len = 0;
+  if (how != STORE_PICK_TAKE)
+    return MR_OK;
+  ProtobufCMessage *m = NULL;
+  mr_status rc = mr_value_decode(k, vp, vl, &m, err);
+  if (!rc)
+    rc = p->fn(p->ctx, k, m, err);
+  mr_value_free(m);
+  return rc;
+}
+
 mr_status store_scan_picked(store *st, const mr_key_range *r, store_pick_fn pick,
                             store_visit_fn fn, void *ctx, mr_error *err) {
-  kv_iter *it = NULL;
-  mr_status rc = kv_iter_open(st->db, r->start.b, r->start.len, r->end.b, r->end.len, &it, err);
-  if (rc)
-    return rc;
-  mr_keybuf seek;
-  for (;;) {
-    const void *kp, *vp;
-    size_t kl, vl;
-    rc = kv_iter_next(it, &kp, &kl, &vp, &vl, err);
-    if (rc == MR_ERR_NOT_FOUND) {
-      mr_error_clear(err);
-      rc = MR_OK;
-      break;
-    }
-    mr_key k;
-    if (!rc)
-      rc = mr_key_decode(kp, kl, &k, err);
-    if (rc)
-      break;
-    store_pick p = pick(ctx, &k, &seek);
-    if (p == STORE_PICK_SEEK) {
-      rc = kv_iter_seek(it, seek.b, seek.len, err);
-    } else if (p == STORE_PICK_TAKE) {
-      ProtobufCMessage *m = NULL;
-      rc = mr_value_decode(&k, vp, vl, &m, err);
-      if (!rc)
-        rc = fn(ctx, &k, m, err);
-      mr_value_free(m);
-    }
-    if (rc)
-      break;
-  }
-  kv_iter_close(it);
-  return rc;
+  picked_ctx p = {pick, fn, ctx};
+  return walk(st, r->start.b, r->start.len, r->end.b, r->end.len, picked_one, &p, err);
 }
 
 mr_status store_get(store *st, const mr_key *k, ProtobufCMessage **out, mr_error *err) {
