@@ -315,8 +315,8 @@ static mr_status load_stats(fault *f, uint64_t tid, mr_error *err) {
   return rc;
 }
 
-/* Index of a file class in cat_history's marks: data files, delete files,
- * data files' column stats. */
+/* Index of a class in cat_history's per-table marks: data files, delete
+ * files, data files' column stats, inlined rows. */
 static int file_class(sql_hist_class cls) {
   return cls == SQL_HIST_DELETE_FILE ? 1 : cls == SQL_HIST_FILE_STATS ? 2
                                        : cls == SQL_HIST_INLINE_ROW   ? 3
