@@ -172,6 +172,12 @@ mr_status cat_history_load_inline(catalog *c, store_visit_fn fn, void *ctx, mr_e
   return store_load_subspace(c->st, MR_SS_INLINE, visit_inline, &fi, err);
 }
 
+/* Most ids one class marks one by one. The ids come from statements, and
+ * a client may name any number that exist nowhere; past this many the
+ * class loads whole instead (what --load-history all does at start), so the
+ * marks stay small and their linear checks cheap. */
+#define CAT_HIST_MAX_MARKS 1024
+
 static bool idset_has(const cat_idset *s, uint64_t id) {
   for (size_t i = 0; i < s->n; i++)
     if (s->v[i] == id)
@@ -356,7 +362,7 @@ static mr_status load_snapshots(fault *f, const sql_hist_need *n, char *what, si
   cat_history *h = &f->c->hist;
   if (h->snap_all || n->bound >= (int64_t)h->snap_floor)
     return MR_OK;
-  if (n->nids > 0) {
+  if (n->nids > 0 && h->snap_points.n + n->nids <= CAT_HIST_MAX_MARKS) {
     for (size_t i = 0; i < n->nids; i++) {
       uint64_t id = (uint64_t)n->ids[i];
       if (n->ids[i] < 0 || id >= h->snap_floor || idset_has(&h->snap_points, id))
@@ -405,7 +411,8 @@ static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t
     return MR_OK;
   const char *name = sql_hist_class_name(n->cls);
   mr_status rc = MR_OK;
-  for (size_t j = 0; j < n->nids; j++) {
+  bool by_table = h->file_tables[i].n + n->nids <= CAT_HIST_MAX_MARKS;
+  for (size_t j = 0; by_table && j < n->nids; j++) {
     uint64_t tid = (uint64_t)n->ids[j];
     if (n->ids[j] <= 0 || idset_has(&h->file_tables[i], tid))
       continue;
@@ -417,7 +424,7 @@ static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t
     snprintf(what + strlen(what), wn - strlen(what), " %s of table %llu", name,
              (unsigned long long)tid);
   }
-  if (n->nids > 0)
+  if (by_table && n->nids > 0)
     return MR_OK;
   f->skip_tables = &h->file_tables[i];
   rc = load_file_class(f, i, 0, err);

@@ -171,8 +171,10 @@ sql_kind sql_lex_classify(const char *sql, const sql_toks *t) {
     return SQL_KIND_DISCARD;
   if (sql_tok_is(sql, t, 0, "copy"))
     return SQL_KIND_COPY;
-  if (sql_tok_is(sql, t, 0, "deallocate") || sql_tok_is(sql, t, 0, "listen") ||
-      sql_tok_is(sql, t, 0, "unlisten") || sql_tok_is(sql, t, 0, "notify"))
+  if (sql_tok_is(sql, t, 0, "deallocate"))
+    return SQL_KIND_DEALLOCATE;
+  if (sql_tok_is(sql, t, 0, "listen") || sql_tok_is(sql, t, 0, "unlisten") ||
+      sql_tok_is(sql, t, 0, "notify"))
     return SQL_KIND_NOOP;
   if (sql_tok_is(sql, t, 0, "savepoint") || sql_tok_is(sql, t, 0, "release") ||
       sql_tok_is(sql, t, 0, "prepare"))

@@ -18,10 +18,10 @@ LOADED = re.compile(r"moraine: loaded catalog history:(.*) \((\d+) records, (\d+
                     r"(\d+) keys read")
 
 
-def attach(server, data):
+def attach(server, data, inlining=0):
     con = connect()
     con.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake "
-                f"(DATA_PATH '{data}/', DATA_INLINING_ROW_LIMIT 0)")
+                f"(DATA_PATH '{data}/', DATA_INLINING_ROW_LIMIT {inlining})")
     return con
 
 
@@ -233,9 +233,7 @@ def test_ended_inlined_rows_stay_in_the_store_until_read(tmp_path):
     data = tmp_path / "data"
     server = Server("--store", store)
     try:
-        con = connect()
-        con.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake "
-                    f"(DATA_PATH '{data}/', DATA_INLINING_ROW_LIMIT 100)")
+        con = attach(server, data, inlining=100)
         con.execute("CREATE TABLE lake.c(x INTEGER, y VARCHAR)")
         con.execute("CREATE TABLE lake.d(x INTEGER)")
         con.execute("INSERT INTO lake.c VALUES (0, 'a'), (100, 'b')")
@@ -287,6 +285,48 @@ def test_ended_inlined_rows_stay_in_the_store_until_read(tmp_path):
         assert inlined_rows(server) == after_flush
         con = attach(server, data)
         assert con.execute("SELECT * FROM lake.c ORDER BY ALL").fetchall() == before[head]
+        con.close()
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_client_naming_endless_tables_keeps_the_marks_bounded(tmp_path):
+    """History marks come from what statements name. A client naming table
+    ids (or inlined tables) that exist nowhere, one after another, gets one
+    load of the whole class after 1,024 of them, not a mark per id forever;
+    the server answers on, and starts again on its store."""
+    store = "file://" + str(tmp_path / "store")
+    data = tmp_path / "data"
+    server = Server("--store", store)
+    try:
+        con = attach(server, data)
+        con.execute("CREATE TABLE lake.a(x INTEGER)")
+        con.execute("INSERT INTO lake.a VALUES (1)")
+        con.execute("DELETE FROM lake.a")
+        con.close()
+    finally:
+        assert server.stop() == 0
+    server = Server("--store", store)
+    try:
+        with psycopg.connect(server.dsn(), autocommit=True) as pg:
+            for t in range(1000, 1000 + 1030):
+                assert pg.execute("SELECT count(*) FROM ducklake_data_file "
+                                  f"WHERE table_id = {t}").fetchone() == (0,)
+            assert pg.execute("SELECT count(*) FROM ducklake_data_file "
+                              "WHERE end_snapshot IS NOT NULL").fetchone() == (1,)
+        named = [w.strip() for w, _, _ in loads(server)]
+        per_table = [w for w in named if w.startswith("data_file of table")]
+        assert len(per_table) == 1024, len(per_table)
+        assert named[1024:] == ["data_file of every table"], named[1024:]
+        con = attach(server, data)
+        assert con.execute("SELECT count(*) FROM lake.a").fetchall() == [(0,)]
+        con.close()
+    finally:
+        assert server.stop() == 0
+    server = Server("--store", store)  # and the store still starts
+    try:
+        con = attach(server, data)
+        assert con.execute("SELECT count(*) FROM lake.a AT (VERSION => 2)").fetchall() == [(1,)]
         con.close()
     finally:
         assert server.stop() == 0
