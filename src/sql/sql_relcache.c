@@ -65,6 +65,9 @@ struct sql_relcache {
   size_t npend, pend_cap;
   uint32_t next_oid;
   uint64_t pub_gen; /* bumped by every commit that changes cur */
+  uint64_t inval_gen; /* bumped by every invalidate (under mu) */
+  /* true until a re-read that no invalidation or commit overtook has been
+   * published: a statement seeing false may use cur without waiting */
   atomic_bool stale;
   pthread_mutex_t refresh_mu; /* one re-read at a time */
 };
@@ -189,7 +192,10 @@ void sql_relcache_free(sql_relcache *rc) {
 }
 
 void sql_relcache_invalidate(sql_relcache *rc) {
+  pthread_mutex_lock(&rc->mu);
+  rc->inval_gen++;
   atomic_store(&rc->stale, true);
+  pthread_mutex_unlock(&rc->mu);
 }
 
 uint64_t sql_relcache_conn_id(duckdb_connection con) {
@@ -364,11 +370,13 @@ static bool carry_oids(sql_relcache *rc, relset *fresh) {
 mr_status sql_relcache_refresh(sql_relcache *rc, duckdb_connection con, sql_error *err) {
   if (!atomic_load(&rc->stale))
     return MR_OK;
+  /* stale stays set while we read: a statement arriving meanwhile waits on
+   * refresh_mu for this read instead of taking the set it replaces */
   pthread_mutex_lock(&rc->refresh_mu);
   mr_status st = MR_OK;
-  if (atomic_exchange(&rc->stale, false)) {
+  if (atomic_load(&rc->stale)) {
     pthread_mutex_lock(&rc->mu);
-    uint64_t gen0 = rc->pub_gen;
+    uint64_t pub0 = rc->pub_gen, inval0 = rc->inval_gen;
     pthread_mutex_unlock(&rc->mu);
     relset *fresh = NULL;
     st = read_all(rc, con, &fresh, err);
@@ -378,17 +386,15 @@ mr_status sql_relcache_refresh(sql_relcache *rc, duckdb_connection con, sql_erro
         st = oom(err);
         relset_unref(fresh);
       } else {
-        /* a commit published while we read may be missing from fresh:
-         * read again before the next statement */
-        if (rc->pub_gen != gen0)
-          atomic_store(&rc->stale, true);
         relset_unref(rc->cur);
         rc->cur = fresh;
+        /* a commit published or a change marked while we read may be
+         * missing from fresh: then the next statement reads again */
+        if (rc->pub_gen == pub0 && rc->inval_gen == inval0)
+          atomic_store(&rc->stale, false);
       }
       pthread_mutex_unlock(&rc->mu);
     }
-    if (st)
-      atomic_store(&rc->stale, true);
   }
   pthread_mutex_unlock(&rc->refresh_mu);
   return st;

@@ -8,9 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sql/sql.h"
 #include "sql/sql_internal.h" /* the engine's own connection, for its catalog */
@@ -547,6 +551,53 @@ static void relations_follow_ddl(void **state) {
   sql_strbuf_free(&h.seen);
 }
 
+/* A re-read running on another thread (the engine's warm-up after a load)
+ * holds a client statement until it is published: a statement arriving
+ * mid-read once took the set being replaced and answered pg_class without
+ * the tables the load had just created (DuckLake then saw no
+ * ducklake_metadata and tried to create a new lake on an existing one). */
+typedef struct reread_arg {
+  sql_engine *e;
+  atomic_bool started;
+} reread_arg;
+
+static void *reread(void *arg) {
+  reread_arg *a = arg;
+  sql_error err;
+  atomic_store(&a->started, true);
+  if (sql_relcache_refresh(a->e->relcache, a->e->relcache_con, &err) != MR_OK)
+    return arg;
+  return NULL;
+}
+
+static void a_statement_waits_for_a_reread_in_flight(void **state) {
+  fixture *f = *state;
+  sql_strbuf many = {0};
+  for (int i = 0; i < 1000; i++)
+    sql_strbuf_addf(&many, "CREATE TABLE public.ducklake_bulk_%d (a BIGINT, b VARCHAR, c DOUBLE);",
+                    i);
+  char *sql = sql_strbuf_take(&many);
+  PRELOAD(f, sql);
+  free(sql);
+  for (int round = 0; round < 20; round++) {
+    char create[96], want[96];
+    snprintf(create, sizeof create, "CREATE TABLE public.ducklake_round_%d (a INTEGER)", round);
+    PRELOAD(f, create); /* marks the directory stale */
+    pthread_t t;
+    reread_arg a = {f->e, false};
+    assert_int_equal(pthread_create(&t, NULL, reread, &a), 0);
+    while (!atomic_load(&a.started))
+      sched_yield();
+    /* into its read of ~1,000 tables (the window, not a timed assertion) */
+    nanosleep(&(struct timespec){0, 2000000}, NULL);
+    snprintf(want, sizeof want, "T count_star():20|D %d|C SELECT 1|", round + 1);
+    ASSERT_RUN(f, "SELECT count(*) FROM pg_class WHERE relname LIKE 'ducklake_round_%'", want);
+    void *failed;
+    assert_int_equal(pthread_join(t, &failed), 0);
+    assert_null(failed);
+  }
+}
+
 /* pg_attribute's type of every column is the type a SELECT of that column
  * describes (two independent paths: DuckDB's type name, and the result's
  * logical type), and its names, positions, NOT NULL and defaults are
@@ -721,6 +772,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(introspection_answers, setup, teardown),
       cmocka_unit_test_setup_teardown(relations_follow_ddl, setup, teardown),
       cmocka_unit_test_setup_teardown(relations_agree_with_the_engine, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_statement_waits_for_a_reread_in_flight, setup, teardown),
       cmocka_unit_test_setup_teardown(pgcopy_every_type, setup, teardown),
       cmocka_unit_test_setup_teardown(ctid_round_trip, setup, teardown),
       cmocka_unit_test_setup_teardown(ctid_past_one_block, setup, teardown),
