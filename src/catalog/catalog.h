@@ -53,6 +53,13 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) MR_MUST_CHECK;
  * at most once, and logs what it loaded with the store keys it read.
  */
 void catalog_set_lazy_history(catalog *c, bool lazy, uint64_t snapshot_tail);
+/* A lazy load also leaves every table's current inlined rows in the store;
+ * the first statement that names one of the table's inlined-data tables (a
+ * read, or a write: an INSERT too) loads them. Only for a catalog whose
+ * rows change through its own sessions alone: a writer, never a replica.
+ * At 1,000 tables of a few inlined rows each this is most of the engine's
+ * memory at start (BENCHMARK.md). */
+void catalog_set_lazy_current_inline(catalog *c, bool lazy);
 mr_status catalog_history_ensure(catalog *c, const sql_hist_needs *needs, bool *loaded,
                                  sql_error *err);
 

@@ -155,6 +155,7 @@ mr_status catalog_reload(catalog *c, store_head *reached, size_t *nrows, mr_erro
   scratch.st = view;
   scratch.e = c->e;
   scratch.lazy_history = c->lazy_history;
+  scratch.lazy_current_inline = c->lazy_current_inline;
   scratch.snapshot_tail = c->snapshot_tail;
   snprintf(scratch.schema, sizeof scratch.schema, "moraine_reload_%u",
            atomic_fetch_add(&scratch_seq, 1));

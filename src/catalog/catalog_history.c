@@ -14,7 +14,12 @@
  *   - inlined data rows that have ended (an INLINE_ROW value with an
  *     end_snapshot, at or before H0): a table's churn of inlined updates
  *     and deletes. They share the current rows' key range, so the load
- *     reads their keys and decodes them, but does not materialize them.
+ *     reads their keys and decodes them, but does not materialize them;
+ *   - on a writer (lazy_current_inline), every inlined data row: the load
+ *     seeks past them all. A table's rows current at H0 load when the
+ *     first statement names one of its inlined-data tables, a write
+ *     included (sql_history.h), so no row reaches such a table before the
+ *     rows the store holds for it: a later load never puts one in twice.
  * Schemas, tables, views, macros, columns, partitions and sorts keep their
  * whole history resident: it grows with DDL, not with commits, and their
  * embedded child rows (column tags, partition columns, ...) have no
@@ -27,6 +32,7 @@
  */
 #include "catalog/catalog_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,9 +171,40 @@ static mr_status visit_inline(void *ctx, const mr_key *k, const ProtobufCMessage
   return fi->fn(fi->ctx, k, m, err);
 }
 
+/* Every inlined data row is left out: one seek past the kind's range. */
+typedef struct no_inline_rows {
+  store_visit_fn fn;
+  void *ctx;
+  mr_keybuf rows_end;
+} no_inline_rows;
+
+static store_pick pick_no_inline_rows(void *ctx, const mr_key *k, mr_keybuf *seek) {
+  const no_inline_rows *nr = ctx;
+  if (k->kind != MR_KK_INLINE_ROW)
+    return STORE_PICK_TAKE;
+  *seek = nr->rows_end;
+  return STORE_PICK_SEEK;
+}
+
+static mr_status visit_no_inline_rows(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                                      mr_error *err) {
+  const no_inline_rows *nr = ctx;
+  return nr->fn(nr->ctx, k, m, err);
+}
+
 mr_status cat_history_load_inline(catalog *c, store_visit_fn fn, void *ctx, mr_error *err) {
   if (!c->lazy_history)
     return store_load_subspace(c->st, MR_SS_INLINE, fn, ctx, err);
+  if (c->lazy_current_inline) {
+    mr_key_range all, rows;
+    mr_status rc = mr_key_range_subspace(MR_SS_INLINE, &all, err);
+    if (rc == MR_OK)
+      rc = mr_key_range_kind(MR_KK_INLINE_ROW, false, &rows, err);
+    if (rc)
+      return rc;
+    no_inline_rows nr = {fn, ctx, rows.end};
+    return store_scan_picked(c->st, &all, pick_no_inline_rows, visit_no_inline_rows, &nr, err);
+  }
   inline_filter fi = {fn, ctx};
   return store_load_subspace(c->st, MR_SS_INLINE, visit_inline, &fi, err);
 }
@@ -200,7 +237,7 @@ static mr_status idset_add(cat_idset *s, uint64_t id, mr_error *err) {
 
 void cat_history_free(cat_history *h) {
   free(h->snap_points.v);
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < CAT_HIST_NTABLE_CLASSES; i++)
     free(h->file_tables[i].v);
   memset(h, 0, sizeof *h);
 }
@@ -217,6 +254,10 @@ void catalog_set_lazy_history(catalog *c, bool lazy, uint64_t snapshot_tail) {
   c->snapshot_tail = snapshot_tail;
 }
 
+void catalog_set_lazy_current_inline(catalog *c, bool lazy) {
+  c->lazy_current_inline = lazy;
+}
+
 static bool lazy_kind(mr_key_kind k) {
   return k == MR_KK_FILE || k == MR_KK_DELFILE;
 }
@@ -225,6 +266,7 @@ mr_status cat_history_load(catalog *c, store_visit_fn fn, void *ctx, mr_error *e
   bool lazy = c->lazy_history;
   uint64_t h0 = store_get_head(c->st).snapshot_id;
   cat_history_reset(&c->hist, lazy, h0, c->snapshot_tail);
+  c->hist.inline_out = lazy && c->lazy_current_inline;
   mr_key_range r;
   mr_status rc = mr_key_range_subspace(MR_SS_SNAPSHOT, &r, err);
   if (rc == MR_OK && c->hist.snap_floor > 0) {
@@ -281,6 +323,18 @@ static mr_status visit_ended_inline(void *ctx, const mr_key *k, const ProtobufCM
   return cat_loader_visit(f->ld, k, m, err);
 }
 
+/* Inlined rows current at H0 (a table's first statement loads them before
+ * any row is written to it, so the store's are all there is to load). */
+static mr_status visit_current_inline(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                                      mr_error *err) {
+  fault *f = ctx;
+  if (inline_row_ended(m, f->c->hist.h0) ||
+      (f->skip_tables && idset_has(f->skip_tables, k->c[0])))
+    return MR_OK;
+  f->records++;
+  return cat_loader_visit(f->ld, k, m, err);
+}
+
 /* A stats load's first pass: which data files ended at or before H0. */
 static mr_status visit_ended_id(void *ctx, const mr_key *k, const ProtobufCMessage *m,
                                 mr_error *err) {
@@ -322,7 +376,11 @@ static mr_status load_stats(fault *f, uint64_t tid, mr_error *err) {
 }
 
 /* Index of a class in cat_history's per-table marks: data files, delete
- * files, data files' column stats, inlined rows. */
+ * files, data files' column stats, ended inlined rows; CURRENT_INLINE, the
+ * inlined rows current at H0, has no class of its own: every need of
+ * SQL_HIST_INLINE_ROW names it too, whatever its bound. */
+enum { CURRENT_INLINE = 4 };
+
 static int file_class(sql_hist_class cls) {
   return cls == SQL_HIST_DELETE_FILE ? 1 : cls == SQL_HIST_FILE_STATS ? 2
                                        : cls == SQL_HIST_INLINE_ROW   ? 3
@@ -335,10 +393,12 @@ static mr_status load_file_class(fault *f, int i, uint64_t tid, mr_error *err) {
   if (i == 2)
     return load_stats(f, tid, err);
   mr_key_range r;
-  if (i == 3) {
+  if (i == 3 || i == CURRENT_INLINE) {
     mr_status rc = tid ? mr_key_range_table(MR_KK_INLINE_ROW, false, tid, &r, err)
                        : mr_key_range_kind(MR_KK_INLINE_ROW, false, &r, err);
-    return rc ? rc : store_scan(f->c->st, &r, visit_ended_inline, f, err);
+    return rc ? rc
+              : store_scan(f->c->st, &r, i == 3 ? visit_ended_inline : visit_current_inline, f,
+                           err);
   }
   mr_status rc = tid ? mr_key_range_table(FILE_KINDS[i], true, tid, &r, err)
                      : mr_key_range_kind(FILE_KINDS[i], true, &r, err);
@@ -354,6 +414,23 @@ static mr_status visit_snapshot(void *ctx, const mr_key *k, const ProtobufCMessa
     return MR_OK;
   f->records++;
   return cat_loader_visit(f->ld, k, m, err);
+}
+
+/* Appends one item to a load's log line: " a, b, c". */
+static void what_add(char *what, size_t wn, const char *fmt, ...) {
+  size_t n = strlen(what);
+  if (n + 2 >= wn)
+    return; /* the line is full: the counts at its end still tell the size */
+  if (n > 0) {
+    memcpy(what + n, ",", 2);
+    n++;
+  }
+  what[n++] = ' ';
+  what[n] = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what + n, wn - n, fmt, ap);
+  va_end(ap);
 }
 
 /* Snapshots: the points named, or every one below the floor. */
@@ -380,7 +457,7 @@ static mr_status load_snapshots(fault *f, const sql_hist_need *n, char *what, si
         rc = idset_add(&h->snap_points, id, err);
       if (rc)
         return rc;
-      snprintf(what + strlen(what), wn - strlen(what), " snapshot %llu", (unsigned long long)id);
+      what_add(what, wn, "snapshot %llu", (unsigned long long)id);
     }
     return MR_OK;
   }
@@ -395,21 +472,33 @@ static mr_status load_snapshots(fault *f, const sql_hist_need *n, char *what, si
   f->skip_snaps = NULL;
   if (rc == MR_OK) {
     h->snap_all = true;
-    snprintf(what + strlen(what), wn - strlen(what), " snapshots below %llu",
+    what_add(what, wn, "snapshots below %llu",
              (unsigned long long)h->snap_floor);
   }
   return rc;
 }
 
-/* Ended file versions, or their stats: of the tables named, or of every
- * table. */
-static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t wn,
+/* Whether marks i lack a table of need n (n->bound aside). */
+static bool class_lacks(const cat_history *h, int i, const sql_hist_need *n) {
+  if (h->files_all[i])
+    return false;
+  if (n->nids == 0)
+    return true;
+  for (size_t j = 0; j < n->nids; j++)
+    if (n->ids[j] > 0 && !idset_has(&h->file_tables[i], (uint64_t)n->ids[j]))
+      return true;
+  return false;
+}
+
+/* Of the tables need n names, or of every table: ended file versions, their
+ * stats, ended inlined rows (i = file_class: n's bound may spare them), or
+ * (i = CURRENT_INLINE) the inlined rows current at H0. */
+static mr_status load_files(fault *f, const sql_hist_need *n, int i, char *what, size_t wn,
                             mr_error *err) {
   cat_history *h = &f->c->hist;
-  int i = file_class(n->cls);
-  if (h->files_all[i] || n->bound > (int64_t)h->h0)
+  if (!class_lacks(h, i, n) || (i != CURRENT_INLINE && n->bound > (int64_t)h->h0))
     return MR_OK;
-  const char *name = sql_hist_class_name(n->cls);
+  const char *name = i == CURRENT_INLINE ? "current inlined rows" : sql_hist_class_name(n->cls);
   mr_status rc = MR_OK;
   bool by_table = h->file_tables[i].n + n->nids <= CAT_HIST_MAX_MARKS;
   for (size_t j = 0; by_table && j < n->nids; j++) {
@@ -421,7 +510,7 @@ static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t
       rc = idset_add(&h->file_tables[i], tid, err);
     if (rc)
       return rc;
-    snprintf(what + strlen(what), wn - strlen(what), " %s of table %llu", name,
+    what_add(what, wn, "%s of table %llu", name,
              (unsigned long long)tid);
   }
   if (by_table && n->nids > 0)
@@ -431,7 +520,7 @@ static mr_status load_files(fault *f, const sql_hist_need *n, char *what, size_t
   f->skip_tables = NULL;
   if (rc == MR_OK) {
     h->files_all[i] = true;
-    snprintf(what + strlen(what), wn - strlen(what), " %s of every table", name);
+    what_add(what, wn, "%s of every table", name);
   }
   return rc;
 }
@@ -451,15 +540,9 @@ static bool need_loads(const cat_history *h, const sql_hist_need *n) {
         return true;
     return false;
   }
-  int i = file_class(n->cls);
-  if (h->files_all[i] || n->bound > (int64_t)h->h0)
-    return false;
-  if (n->nids == 0)
+  if (n->cls == SQL_HIST_INLINE_ROW && h->inline_out && class_lacks(h, CURRENT_INLINE, n))
     return true;
-  for (size_t j = 0; j < n->nids; j++)
-    if (n->ids[j] > 0 && !idset_has(&h->file_tables[i], (uint64_t)n->ids[j]))
-      return true;
-  return false;
+  return n->bound <= (int64_t)h->h0 && class_lacks(h, file_class(n->cls), n);
 }
 
 static double ms_since(const struct timespec *t0) {
@@ -501,8 +584,14 @@ mr_status catalog_history_ensure(catalog *c, const sql_hist_needs *needs, bool *
       if (rc)
         break;
     }
-    rc = n->cls == SQL_HIST_SNAPSHOT ? load_snapshots(&f, n, what, sizeof what, &me)
-                                     : load_files(&f, n, what, sizeof what, &me);
+    if (n->cls == SQL_HIST_SNAPSHOT) {
+      rc = load_snapshots(&f, n, what, sizeof what, &me);
+      continue;
+    }
+    if (n->cls == SQL_HIST_INLINE_ROW && c->hist.inline_out)
+      rc = load_files(&f, n, CURRENT_INLINE, what, sizeof what, &me);
+    if (rc == MR_OK)
+      rc = load_files(&f, n, file_class(n->cls), what, sizeof what, &me);
   }
   size_t rows = 0;
   if (rc == MR_OK && f.ld)
@@ -519,7 +608,7 @@ mr_status catalog_history_ensure(catalog *c, const sql_hist_needs *needs, bool *
     cat_history *h = &c->hist;
     h->snap_all = before.snap_all;
     h->snap_points.n = before.snap_points.n;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < CAT_HIST_NTABLE_CLASSES; i++) {
       h->files_all[i] = before.files_all[i];
       h->file_tables[i].n = before.file_tables[i].n;
     }

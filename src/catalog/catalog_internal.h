@@ -16,16 +16,20 @@ typedef struct cat_idset {
 } cat_idset;
 
 /* What a lazy load left out of the engine, and what was loaded since. */
+#define CAT_HIST_NTABLE_CLASSES 5
+
 typedef struct cat_history {
   bool lazy;           /* the load left history out */
   uint64_t h0;         /* the load's head snapshot */
   uint64_t snap_floor; /* snapshots below it were left out */
   bool snap_all;       /* ... and have all been loaded since */
   cat_idset snap_points;
-  /* per class (data_file, delete_file, file stats, inlined rows): every
-   * table's ended rows loaded, or the tables whose are */
-  bool files_all[4];
-  cat_idset file_tables[4];
+  /* per class (data_file, delete_file, file stats, ended inlined rows,
+   * current inlined rows): every table's rows loaded, or the tables whose
+   * are */
+  bool files_all[CAT_HIST_NTABLE_CLASSES];
+  cat_idset file_tables[CAT_HIST_NTABLE_CLASSES];
+  bool inline_out; /* the load left current inlined rows out too */
 } cat_history;
 
 /* The lazy parts of a load (catalog_history.c): the snapshot records from
@@ -62,6 +66,11 @@ struct catalog {
    * tools that export load everything). hist: what the last load left out
    * and what has been loaded since, under hist_mu. */
   bool lazy_history;
+  /* lazy_current_inline: a lazy load leaves current inlined rows out too,
+   * each table's loaded by the first statement naming its inlined table
+   * (a writer only: a replica's follower changes rows a later load from
+   * the store would put in again) */
+  bool lazy_current_inline;
   uint64_t snapshot_tail; /* snapshots a lazy load keeps below its head */
   pthread_mutex_t hist_mu;
   cat_history hist;

@@ -310,6 +310,8 @@ static mr_status schema_open(cat_registry *r, cat_entry *e, const char *name, bo
     rc = catalog_open(s->st, e->engine, &s->cat, &me);
   if (rc == MR_OK)
     catalog_set_lazy_history(s->cat, r->cfg.history_on_demand, r->cfg.snapshot_tail);
+  if (rc == MR_OK) /* a replica's follower changes rows behind the loads */
+    catalog_set_lazy_current_inline(s->cat, r->cfg.history_on_demand && !r->cfg.replica);
   if (rc == MR_OK && strcmp(name, "public") != 0)
     rc = catalog_set_schema(s->cat, name, &me);
   if (rc == MR_OK && load) /* a replica's store moves under its reader: load from a view */

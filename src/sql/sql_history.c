@@ -617,6 +617,15 @@ mr_status sql_tree_each_child(const ProtobufCMessage *m, sql_tree_fn fn, void *c
   return rc;
 }
 
+/* A table an INSERT or COPY FROM writes and does not read: no history
+ * need, but an inlined-data table's current rows must be resident before a
+ * row is added to it (sql_history.h). */
+static void written(hist *h, const PgQuery__RangeVar *rv) {
+  if (sql_hist_class_of(rv->relname) == SQL_HIST_INLINE_ROW)
+    add_need(h, rv, SQL_HIST_INLINE_ROW, SQL_HIST_NONE_SEEN, NULL, 0);
+  mark_handled(h, rv);
+}
+
 typedef struct visit_at {
   hist *h;
   int depth;
@@ -649,11 +658,11 @@ static void visit(hist *h, const ProtobufCMessage *m, int depth) {
   } else if (d == &pg_query__insert_stmt__descriptor) {
     const PgQuery__InsertStmt *s = (const PgQuery__InsertStmt *)m;
     if (s->relation)
-      mark_handled(h, s->relation); /* written, not read */
+      written(h, s->relation);
   } else if (d == &pg_query__copy_stmt__descriptor) {
     const PgQuery__CopyStmt *s = (const PgQuery__CopyStmt *)m;
     if (s->is_from && s->relation)
-      mark_handled(h, s->relation); /* COPY ... FROM STDIN: written, not read */
+      written(h, s->relation); /* COPY ... FROM STDIN */
   } else if (d == &pg_query__range_var__descriptor) {
     const PgQuery__RangeVar *rv = (const PgQuery__RangeVar *)m;
     int cls = sql_hist_class_of(rv->relname);

@@ -224,6 +224,56 @@ def inlined_rows(server):
                               "ORDER BY 1, 2").fetchall() for n in names}
 
 
+def test_current_inlined_rows_load_with_their_tables_first_statement(tmp_path):
+    """On a writer even a table's current inlined rows stay in the store
+    until a statement names its inlined-data table; a blind INSERT loads
+    them first (so no row is ever loaded twice), the tables nobody named
+    keep theirs in the store, and another restart reads every row back."""
+    store = "file://" + str(tmp_path / "store")
+    data = tmp_path / "data"
+    server = Server("--store", store)
+    try:
+        con = attach(server, data, inlining=100)
+        for t in ("e", "f", "g"):
+            con.execute(f"CREATE TABLE lake.{t}(x INTEGER, y VARCHAR)")
+            con.execute(f"INSERT INTO lake.{t} SELECT i, '{t}' || i FROM range(20) r(i)")
+        con.execute("DELETE FROM lake.g WHERE x < 5")
+        con.close()
+    finally:
+        assert server.stop() == 0
+
+    server = Server("--store", store)
+    try:
+        m = OPENED.search(server.log())
+        assert m and loads(server) == [], server.log()
+        opened_rows = int(m.group(1))
+        con = attach(server, data, inlining=100)
+        con.execute("INSERT INTO lake.e VALUES (100, 'e100')")  # a blind insert first
+        ids = table_ids(server)
+        got = [(w.strip(), n) for w, n, _ in loads(server)]
+        assert (f"current inlined rows of table {ids['e']}", 20) in got, got
+        assert all(f"table {ids[t]}" not in w for w, _ in got for t in "fg"), got
+        assert con.execute("SELECT count(*), sum(x) FROM lake.e").fetchall() == [(21, 290)]
+        assert con.execute("SELECT count(*), sum(x) FROM lake.g").fetchall() == [(15, 180)]
+        con.close()
+    finally:
+        assert server.stop() == 0
+
+    server = Server("--store", store)
+    try:
+        m = OPENED.search(server.log())
+        # one more snapshot's rows, none of the 56 current inlined rows
+        assert m and int(m.group(1)) <= opened_rows + 3, (opened_rows, server.log())
+        con = attach(server, data)
+        for t, want in (("e", [(21, 290)]), ("f", [(20, 190)]), ("g", [(15, 180)])):
+            assert con.execute(f"SELECT count(*), sum(x) FROM lake.{t}").fetchall() == want, t
+        con.close()
+        live = {n: [r for r in rows if r[2] is None] for n, rows in inlined_rows(server).items()}
+        assert sorted(len(r) for r in live.values()) == [15, 20, 21], live
+    finally:
+        assert server.stop() == 0
+
+
 def test_ended_inlined_rows_stay_in_the_store_until_read(tmp_path):
     """A table's inlined rows that have ended (updated or deleted) are not
     loaded at start; the first read of that table loads them, only them,
@@ -263,8 +313,9 @@ def test_ended_inlined_rows_stay_in_the_store_until_read(tmp_path):
         for v, want in before.items():
             assert con.execute(f"SELECT * FROM lake.c AT (VERSION => {v}) ORDER BY ALL").fetchall() == want, v
         got = {w.strip(): n for w, n, _ in loads(server) if "inlined rows" in w}
-        assert got == {f"inlined rows of table {ids['d']}": 0,
-                       f"inlined rows of table {ids['c']}": 31}, got  # the ended ones, once
+        # each table's current rows and its ended ones, once: d's 1 + 0, c's 1 + 31
+        assert got == {f"current inlined rows of table {ids['d']}, inlined rows of table {ids['d']}": 1,
+                       f"current inlined rows of table {ids['c']}, inlined rows of table {ids['c']}": 32}, got
         con.close()
         assert inlined_rows(server) == rows
         # flush the inlined rows to Parquet on a fresh start: DuckLake deletes
