@@ -559,7 +559,9 @@ static void item_need(hist *h, const level *lv, const item *me, const PgQuery__N
       }
     }
   }
-  if (bound == SQL_HIST_NONE_SEEN) { /* e.g. end_snapshot IS NULL: never history */
+  /* e.g. end_snapshot IS NULL: never history; but an inlined table's
+   * current rows may be out of the engine too (sql_history.h) */
+  if (bound == SQL_HIST_NONE_SEEN && me->cls != SQL_HIST_INLINE_ROW) {
     free(ids);
     return;
   }

@@ -36,10 +36,11 @@
  *     ON of their own join) to a data file item d of the same level take d's
  *     bound: a stats row of a file d's predicates reject only ever joins
  *     that rejected row.
- * An INSERT or COPY FROM into an inlined-data table reads nothing, yet
- * gives a need (bound SQL_HIST_NONE_SEEN, the table's id): a writer may
- * keep a table's current inlined rows out of the engine too, and they must
- * be in before any row is added next to them.
+ * Every reference to an inlined-data table gives a need, even one whose
+ * predicates see no history (bound SQL_HIST_NONE_SEEN), and so does an
+ * INSERT or COPY FROM into one, which reads nothing: a writer may keep a
+ * table's current inlined rows out of the engine too, and they must be in
+ * before a statement reads them or adds a row next to them.
  *
  * Anything the analysis does not understand (a parameter, a function of the
  * column, an unresolvable unqualified column, a COPY of the table, NOT)

@@ -264,6 +264,13 @@ def test_current_inlined_rows_load_with_their_tables_first_statement(tmp_path):
         m = OPENED.search(server.log())
         # one more snapshot's rows, none of the 56 current inlined rows
         assert m and int(m.group(1)) <= opened_rows + 3, (opened_rows, server.log())
+        # a read whose predicate sees no history still loads the current rows
+        ids = table_ids(server)
+        with psycopg.connect(server.dsn(), autocommit=True) as pg:
+            (name,) = pg.execute("SELECT table_name FROM ducklake_inlined_data_tables "
+                                 f"WHERE table_id = {ids['g']}").fetchone()
+            assert pg.execute(f"SELECT count(*) FROM {name} "
+                              "WHERE end_snapshot IS NULL").fetchone() == (15,)
         con = attach(server, data)
         for t, want in (("e", [(21, 290)]), ("f", [(20, 190)]), ("g", [(15, 180)])):
             assert con.execute(f"SELECT count(*), sum(x) FROM lake.{t}").fetchall() == want, t

@@ -177,7 +177,9 @@ static void unknown_shapes_are_unbounded(void **state) {
 static void inlined_rows_name_their_table(void **state) {
   (void)state;
   static const int64_t t12[] = {12};
-  expect_none("SELECT * FROM ducklake_inlined_data_12_3 WHERE end_snapshot IS NULL");
+  /* no history seen, still a need: a writer may hold the current rows out */
+  expect_one("SELECT * FROM ducklake_inlined_data_12_3 WHERE end_snapshot IS NULL",
+             SQL_HIST_INLINE_ROW, SQL_HIST_NONE_SEEN, 1, t12);
   expect_one("COPY (SELECT \"row_id\", \"x\" FROM \"public\".\"ducklake_inlined_data_12_3\" "
              "WHERE \"begin_snapshot\" <= '9') TO STDOUT (FORMAT \"binary\")",
              SQL_HIST_INLINE_ROW, U, 1, t12);
@@ -186,8 +188,15 @@ static void inlined_rows_name_their_table(void **state) {
              SQL_HIST_INLINE_ROW, 5, 1, t12);
   expect_one("DELETE FROM ducklake_inlined_data_12_3 WHERE end_snapshot < 5", SQL_HIST_INLINE_ROW,
              U, 1, t12);
-  expect_none("UPDATE ducklake_inlined_data_12_3 SET end_snapshot = 8 WHERE row_id = 1 AND "
-              "end_snapshot IS NULL");
+  expect_one("UPDATE ducklake_inlined_data_12_3 SET end_snapshot = 8 WHERE row_id = 1 AND "
+             "end_snapshot IS NULL",
+             SQL_HIST_INLINE_ROW, SQL_HIST_NONE_SEEN, 1, t12);
+  /* a write reads nothing, but lands next to the current rows */
+  expect_one("INSERT INTO ducklake_inlined_data_12_3 VALUES (1, 9, NULL, 4)", SQL_HIST_INLINE_ROW,
+             SQL_HIST_NONE_SEEN, 1, t12);
+  expect_one("COPY ducklake_inlined_data_12_3 FROM STDIN", SQL_HIST_INLINE_ROW,
+             SQL_HIST_NONE_SEEN, 1, t12);
+  expect_none("INSERT INTO ducklake_data_file VALUES (1)");
   /* not an inlined data table's name */
   expect_none("SELECT * FROM ducklake_inlined_data_12");
   expect_none("SELECT * FROM ducklake_inlined_data_x_3");
