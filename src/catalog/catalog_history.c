@@ -433,6 +433,20 @@ static void what_add(char *what, size_t wn, const char *fmt, ...) {
   va_end(ap);
 }
 
+static mr_status visit_any_inline(void *ctx, const mr_key *k, const ProtobufCMessage *m,
+                                  mr_error *err) {
+  fault *f = ctx;
+  f->records++;
+  return cat_loader_visit(f->ld, k, m, err);
+}
+
+/* Every inlined row of table tid: its current and its ended ones. */
+static mr_status load_inline_all(fault *f, uint64_t tid, mr_error *err) {
+  mr_key_range r;
+  mr_status rc = mr_key_range_table(MR_KK_INLINE_ROW, false, tid, &r, err);
+  return rc ? rc : store_scan(f->c->st, &r, visit_any_inline, f, err);
+}
+
 /* Snapshots: the points named, or every one below the floor. */
 static mr_status load_snapshots(fault *f, const sql_hist_need *n, char *what, size_t wn,
                                 mr_error *err) {
@@ -505,13 +519,23 @@ static mr_status load_files(fault *f, const sql_hist_need *n, int i, char *what,
     uint64_t tid = (uint64_t)n->ids[j];
     if (n->ids[j] <= 0 || idset_has(&h->file_tables[i], tid))
       continue;
-    rc = load_file_class(f, i, tid, err);
+    /* a table's first load, when the need also reaches its ended rows:
+     * one scan of its range takes both (nothing of it has changed since
+     * H0, so every row there is one or the other) */
+    bool both = i == CURRENT_INLINE && n->bound <= (int64_t)h->h0 && !h->files_all[3] &&
+                h->file_tables[3].n < CAT_HIST_MAX_MARKS && !idset_has(&h->file_tables[3], tid);
+    rc = both ? load_inline_all(f, tid, err) : load_file_class(f, i, tid, err);
     if (rc == MR_OK)
       rc = idset_add(&h->file_tables[i], tid, err);
+    if (rc == MR_OK && both)
+      rc = idset_add(&h->file_tables[3], tid, err);
     if (rc)
       return rc;
     what_add(what, wn, "%s of table %llu", name,
              (unsigned long long)tid);
+    if (both)
+      what_add(what, wn, "%s of table %llu", sql_hist_class_name(n->cls),
+               (unsigned long long)tid);
   }
   if (by_table && n->nids > 0)
     return MR_OK;
