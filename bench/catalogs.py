@@ -16,6 +16,13 @@ Measured:
     commit      latency of one single-row INSERT commit, p50 / p99 / max
     time travel SELECT count(*) FROM lake.t AT (VERSION => k) for TT_VERSIONS
                 values of k spread over the history, TT_REPS each, median
+    bulk        a 1000-row INSERT commit (one Parquet file), p50 of BULK_COMMITS
+    writers     N writers (N in WRITERS) at once on lake.t, each its own DuckDB
+                instance committing WRITER_COMMITS single-row INSERTs: commits/s
+                and commits DuckLake gave up on after its retries (server
+                catalogs only: a DuckDB or SQLite file admits one instance)
+    SELECT 1    round trip over psycopg's extended protocol, median (server
+                catalogs only)
     cold start  moraine only: process start -> ready line, on the store that
                 holds the workload's catalog, median of COLD_N
 
@@ -157,9 +164,11 @@ class Moraine:
                 self.proc.wait()
         self.proc = None
 
+    def dsn(self):
+        return f"host=127.0.0.1 port={self.port} dbname=lake user=moraine"
+
     def attach_sql(self, data):
-        dsn = f"host=127.0.0.1 port={self.port} dbname=lake user=moraine"
-        return f"ATTACH 'ducklake:postgres:{dsn}' AS lake (DATA_PATH '{data}')"
+        return f"ATTACH 'ducklake:postgres:{self.dsn()}' AS lake (DATA_PATH '{data}')"
 
 
 class Postgres:
@@ -200,9 +209,11 @@ class Postgres:
         out = subprocess.run([PG_BIN / "postgres", "--version"], capture_output=True, text=True)
         return out.stdout.strip()
 
+    def dsn(self):
+        return f"host=127.0.0.1 port={self.port} dbname=lake user=postgres"
+
     def attach_sql(self, data):
-        dsn = f"host=127.0.0.1 port={self.port} dbname=lake user=postgres"
-        return f"ATTACH 'ducklake:postgres:{dsn}' AS lake (DATA_PATH '{data}')"
+        return f"ATTACH 'ducklake:postgres:{self.dsn()}' AS lake (DATA_PATH '{data}')"
 
 
 class SQLite:
@@ -260,6 +271,7 @@ def run_all(cats, args, sqlite_ext, works):
     order), so background load on the machine hits every catalog alike."""
     names = list(cats)
     res = {n: {} for n in names}
+    rows = {n: args.commits for n in names}  # rows lake.t must hold
     data = {n: works[n] / "data" for n in names}
 
     def rr(i):  # rotate which catalog goes first
@@ -328,6 +340,45 @@ def run_all(cats, args, sqlite_ext, works):
         for n in names:
             cons.pop(n).close()
             res[n]["tt"] = statistics.median(tt[n])
+
+        # 1000-row commits: each writes one Parquet file (past the inlining limit)
+        bulk = {n: [] for n in names}
+        for n in names:
+            cons[n] = open_con(sqlite_ext)
+            cons[n].execute(cats[n].attach_sql(data[n]))
+        for i in range(args.bulk_commits):
+            for n in rr(i):
+                t0 = time.perf_counter()
+                cons[n].execute("INSERT INTO lake.t SELECT i, 'bulk' FROM range(1000) r(i)")
+                bulk[n].append(ms(t0))
+        for n in names:
+            cons.pop(n).close()
+            if bulk[n]:
+                res[n]["bulk_p50"] = pct(bulk[n], 50)
+            rows[n] += 1000 * args.bulk_commits
+
+        # N writers on the one table, each its own DuckDB instance and
+        # connection, as N application processes would be. Only the server
+        # catalogs take part: a DuckDB or SQLite file is one writer's lock.
+        for k, w in enumerate(args.writers):
+            for n in rr(k):
+                if not hasattr(cats[n], "dsn"):
+                    continue
+                ok, failed, secs = run_writers(cats[n], data[n], sqlite_ext, w, args.writer_commits)
+                res[n][f"w{w}_cps"] = ok / secs
+                res[n][f"w{w}_fail"] = failed
+                rows[n] += ok
+
+        # a trivial statement over the extended protocol, as a driver sends it
+        for n in names:
+            if hasattr(cats[n], "dsn"):
+                res[n]["select1_us"] = select_one_us(cats[n].dsn(), args.select1_n)
+        for n in names:
+            con = open_con(sqlite_ext)
+            con.execute(cats[n].attach_sql(data[n]))
+            cnt = con.execute("SELECT count(*) FROM lake.t").fetchone()[0]
+            con.close()
+            assert cnt == rows[n], (n, cnt, rows[n])
     finally:
         for n in names:
             cats[n].stop()
@@ -340,7 +391,7 @@ def run_all(cats, args, sqlite_ext, works):
             # ready means usable: one real ATTACH against the reloaded catalog
             con = open_con(sqlite_ext)
             con.execute(cat.attach_sql(data["moraine"]))
-            assert con.execute("SELECT count(*) FROM lake.t").fetchone()[0] == args.commits
+            assert con.execute("SELECT count(*) FROM lake.t").fetchone()[0] == rows["moraine"]
             con.close()
             cat.stop()
         res["moraine"]["cold"] = statistics.median(cold)
@@ -348,21 +399,80 @@ def run_all(cats, args, sqlite_ext, works):
     return res
 
 
+def run_writers(cat, data, sqlite_ext, writers, per_writer):
+    """WRITERS threads each commit PER_WRITER single-row INSERTs into lake.t
+    at once. DuckLake retries a commit that lost the race for the next
+    snapshot; one that still fails after its retries counts as given up.
+    Returns (commits, given up, seconds from the common start to the last)."""
+    cons = []
+    for _ in range(writers):
+        con = open_con(sqlite_ext)
+        con.execute(cat.attach_sql(data))
+        cons.append(con)
+    start = threading.Barrier(writers + 1)
+    counts = [[0, 0] for _ in range(writers)]
+
+    def work(i):
+        start.wait()
+        for j in range(per_writer):
+            try:
+                cons[i].execute(f"INSERT INTO lake.t VALUES ({-1 - j}, 'w{i}')")
+                counts[i][0] += 1
+            except duckdb.Error:
+                counts[i][1] += 1
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(writers)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    secs = time.perf_counter() - t0
+    for con in cons:
+        con.close()
+    return sum(c[0] for c in counts), sum(c[1] for c in counts), secs
+
+
+def select_one_us(dsn, n):
+    """Median round trip of `SELECT 1` in microseconds, over N in a row on one
+    psycopg connection (extended protocol: Parse/Bind/Execute/Sync)."""
+    import psycopg
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for _ in range(50):  # warm-up
+            conn.execute("SELECT 1").fetchone()
+        lat = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            conn.execute("SELECT 1").fetchone()
+            lat.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(lat)
+
+
 # ---------------------------------------------------------------- output
 
-ROWS = [
-    ("attach ms (median)", "attach"),
-    ("attach + first query ms (median)", "attach_q"),
-    ("commit p50 ms", "commit_p50"),
-    ("commit p99 ms", "commit_p99"),
-    ("commit max ms", "commit_max"),
-    ("time travel ms (median)", "tt"),
-    ("cold start ms (median)", "cold"),
-    ("cold start ms (min)", "cold_min"),
-]
+def rows_for(args):
+    rows = [
+        ("attach ms (median)", "attach"),
+        ("attach + first query ms (median)", "attach_q"),
+        ("commit p50 ms", "commit_p50"),
+        ("commit p99 ms", "commit_p99"),
+        ("commit max ms", "commit_max"),
+        ("1000-row commit p50 ms", "bulk_p50"),
+    ]
+    for w in args.writers:
+        rows.append((f"commits/s, {w} writer{'s' if w > 1 else ''} (higher is better)", f"w{w}_cps"))
+        rows.append((f"commits given up, {w} writer{'s' if w > 1 else ''}", f"w{w}_fail"))
+    rows += [
+        ("time travel ms (median)", "tt"),
+        ("SELECT 1 round trip us (median)", "select1_us"),
+        ("cold start ms (median)", "cold"),
+        ("cold start ms (min)", "cold_min"),
+    ]
+    return rows
 
 
-def table(results, order):
+def table(results, order, rows):
     cols = [c for c in order if c in results]
     anchors = [c for c in cols if c != "moraine" and "error" not in results[c]]
     head = ["metric"] + cols + [f"moraine/{a}" for a in anchors if "moraine" in results]
@@ -371,11 +481,11 @@ def table(results, order):
     def cell(c, key):
         r = results[c]
         if "error" in r:
-            return "skipped" if key == ROWS[0][1] else ""
+            return "skipped" if key == rows[0][1] else ""
         v = r.get(key)
         return "—" if v is None else f"{v:.2f}"
 
-    for label, key in ROWS:
+    for label, key in rows:
         row = [label] + [cell(c, key) for c in cols]
         m = results.get("moraine", {})
         for a in anchors:
@@ -394,8 +504,13 @@ def main():
     ap.add_argument("--tt-versions", type=int, default=10)
     ap.add_argument("--tt-reps", type=int, default=5)
     ap.add_argument("--cold-n", type=int, default=7)
+    ap.add_argument("--bulk-commits", type=int, default=20, help="1000-row commits")
+    ap.add_argument("--writers", default="1,4,8,16", help="writer counts for commits/s")
+    ap.add_argument("--writer-commits", type=int, default=20, help="commits per writer")
+    ap.add_argument("--select1-n", type=int, default=2000)
     ap.add_argument("--only", default="moraine,postgres,sqlite,duckdb")
     args = ap.parse_args()
+    args.writers = [int(w) for w in args.writers.split(",") if w]
     order = ["moraine", "postgres", "sqlite", "duckdb"]
     wanted = [c for c in order if c in args.only.split(",")]
 
@@ -439,7 +554,7 @@ def main():
     for n in notes:
         print(n)
     print()
-    print(table(results, order))
+    print(table(results, order, rows_for(args)))
     print(f"\ntotal {ms(t_start) / 1000:.1f}s")
 
 
