@@ -197,6 +197,7 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   pthread_mutex_init(&e->admin_lock, &recursive);
   pthread_mutexattr_destroy(&recursive);
   pthread_mutex_init(&e->commit_lock, NULL);
+  pthread_mutex_init(&e->idle_mu, NULL);
   e->replica = opts && opts->replica;
   e->version = sql_strdup(opts && opts->server_version ? opts->server_version : "15.0 (moraine)");
   duckdb_config cfg;
@@ -306,6 +307,8 @@ void sql_engine_close(sql_engine *e) {
     return;
   if (e->warm_started)
     pthread_join(e->warm_thread, NULL);
+  sql_session_free_idle(e);
+  pthread_mutex_destroy(&e->idle_mu);
   if (e->admin)
     duckdb_disconnect(&e->admin);
   if (e->relcache_con)

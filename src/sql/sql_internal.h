@@ -11,6 +11,11 @@
  *    connection has an open transaction that moraine began.
  *  - session->cap holds the changes of the open transaction only; it is
  *    cleared at every commit and rollback.
+ *  - a session in engine->idle is as sql_session_open leaves a new one
+ *    (no transaction, temporary table, client statement, GUC or role),
+ *    but for its statement caches and table shapes, which hold nothing
+ *    of a client's but statement texts and are checked against the
+ *    engine's DDL generation like any live session's.
  */
 #ifndef MR_SQL_INTERNAL_H
 #define MR_SQL_INTERNAL_H
@@ -26,6 +31,9 @@
 #include "sql/sql_relcache.h"
 #include "sql/sql_types.h"
 #include "sql/sql_util.h"
+
+/* How many closed sessions an engine keeps warm for the next client. */
+#define SQL_ENGINE_IDLE_SESSIONS 4
 
 struct sql_engine {
   duckdb_database db;
@@ -54,7 +62,17 @@ struct sql_engine {
   void *size_ctx;
   sql_history_fn history_fn; /* history residency (sql_history.h); set before serving */
   void *history_ctx;
+  /* Closed sessions kept for the next client (sql_session_close), each
+   * with its DuckDB connection and statement caches: every ATTACH is a new
+   * connection, and its first statements would otherwise be admitted and
+   * prepared again. Under idle_mu; freed by sql_engine_close. */
+  pthread_mutex_t idle_mu;
+  sql_session *idle[SQL_ENGINE_IDLE_SESSIONS];
+  size_t nidle;
 };
+
+/* Frees the sessions e keeps idle (sql_engine_close, before its database). */
+void sql_session_free_idle(sql_engine *e);
 
 /* ---- change capture (sql_capture.c) ------------------------------------ */
 

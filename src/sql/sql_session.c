@@ -238,9 +238,29 @@ bool sql_session_take_commit_times(sql_session *s, sql_commit_times *out) {
   return true;
 }
 
+static void session_destroy(sql_session *s);
+
+/* A session e keeps idle, made the given user's; NULL when none is kept. */
+static sql_session *session_unpark(sql_engine *e, const char *user, const char *database) {
+  pthread_mutex_lock(&e->idle_mu);
+  sql_session *s = e->nidle ? e->idle[--e->nidle] : NULL;
+  pthread_mutex_unlock(&e->idle_mu);
+  if (s == NULL)
+    return NULL;
+  s->user = sql_strdup(user ? user : "moraine");
+  s->database = sql_strdup(database ? database : "moraine");
+  if (!s->user || !s->database) {
+    session_destroy(s);
+    return NULL;
+  }
+  return s;
+}
+
 mr_status sql_session_open(sql_engine *e, const char *user, const char *database, sql_session **out,
                            sql_error *err) {
-  *out = NULL;
+  *out = session_unpark(e, user, database);
+  if (*out)
+    return MR_OK;
   sql_session *s = calloc(1, sizeof *s);
   if (s == NULL)
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
@@ -252,17 +272,17 @@ mr_status sql_session_open(sql_engine *e, const char *user, const char *database
   s->user = sql_strdup(user ? user : "moraine");
   s->database = sql_strdup(database ? database : "moraine");
   if (!s->user || !s->database) {
-    sql_session_close(s);
+    session_destroy(s);
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
   if (duckdb_connect(e->db, &s->con) != DuckDBSuccess) {
-    sql_session_close(s);
+    session_destroy(s);
     return sql_fail(err, MR_ERR_IO, SQLSTATE_IO_ERROR, "cannot connect to the embedded DuckDB");
   }
   s->conn_id = sql_relcache_conn_id(s->con);
   mr_status rc = duck_exec(s, e->search_path_sql, err);
   if (rc) {
-    sql_session_close(s);
+    session_destroy(s);
     return rc;
   }
   *out = s;
@@ -271,9 +291,53 @@ mr_status sql_session_open(sql_engine *e, const char *user, const char *database
 
 static void rollback_txn(sql_session *s);
 
+/* Brings a closing session back to what sql_session_open gives, keeping
+ * its DuckDB connection and caches, and hands it to the engine's idle
+ * list. False (nothing kept) when it ever had a temporary table (DuckDB
+ * objects moraine would have to find and drop), or the list is full. */
+static bool session_park(sql_session *s) {
+  if (s->con == NULL || s->temp_gen != 0 || s->ntemps != 0)
+    return false;
+  if (s->status != 'I')
+    rollback_txn(s);
+  /* the client's statements go to the Parse cache, as at a Close */
+  while (s->prepared)
+    sql_prepared_free(s->prepared);
+  guc_reset_all(s);
+  sql_capture_clear(&s->cap);
+  s->status = 'I';
+  s->implicit = false;
+  s->read_only = false;
+  s->role_read_only = false;
+  s->dealloc = NULL;
+  s->dealloc_ctx = NULL;
+  s->has_last_commit = false;
+  free(s->user);
+  free(s->database);
+  s->user = s->database = NULL;
+  sql_engine *e = s->e;
+  pthread_mutex_lock(&e->idle_mu);
+  bool kept = e->nidle < SQL_ENGINE_IDLE_SESSIONS;
+  if (kept)
+    e->idle[e->nidle++] = s;
+  pthread_mutex_unlock(&e->idle_mu);
+  return kept;
+}
+
+void sql_session_free_idle(sql_engine *e) {
+  pthread_mutex_lock(&e->idle_mu);
+  while (e->nidle)
+    session_destroy(e->idle[--e->nidle]);
+  pthread_mutex_unlock(&e->idle_mu);
+}
+
 void sql_session_close(sql_session *s) {
-  if (s == NULL)
+  if (s == NULL || session_park(s))
     return;
+  session_destroy(s);
+}
+
+static void session_destroy(sql_session *s) {
   if (s->status != 'I' && s->con)
     rollback_txn(s);
   s->closing = true;

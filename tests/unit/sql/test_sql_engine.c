@@ -419,6 +419,56 @@ static void closed_statements_are_kept_until_ddl(void **state) {
   ASSERT_PARSE(f, "SELECT * FROM ducklake_nope", 0, NULL, "ERR 42P01");
 }
 
+/* A closed session is kept for the next client with its statement caches
+ * (sql_internal.h, engine->idle), and with nothing else of its client's:
+ * no transaction or its writes, GUC, role, user or client statement; a
+ * session that ever had a temporary table is not kept at all. */
+static void a_closed_session_is_kept_warm_and_clean(void **state) {
+  fixture *f = *state;
+  sql_error err;
+  PRELOAD(f, "CREATE TABLE public.ducklake_w (a INTEGER)");
+  const char *q = "SELECT count(*) FROM ducklake_w";
+  ASSERT_RUN(f, q, "T count_star():20|D 0|C SELECT 1|");
+  ASSERT_RUN(f, "SET application_name = 'first'", "C SET|");
+  ASSERT_RUN(f, "BEGIN", "C BEGIN|");
+  ASSERT_RUN(f, "INSERT INTO ducklake_w VALUES (1)", "C INSERT 0 1|");
+  sql_prepared *p;
+  assert_int_equal(sql_session_prepare(f->s, "SELECT a FROM ducklake_w", 0, NULL, &p, &err), MR_OK);
+  sql_session_set_read_only_role(f->s, true);
+  sql_session *first = f->s;
+  uint64_t plan_hits = first->plans.hits;
+  sql_session_close(f->s); /* p goes with it, as the protocol layer expects */
+  assert_int_equal(f->e->nidle, 1);
+
+  assert_int_equal(sql_session_open(f->e, "second", "lake", &f->s, &err), MR_OK);
+  assert_ptr_equal(f->s, first);
+  assert_int_equal(f->e->nidle, 0);
+  assert_int_equal(sql_session_status(f->s), 'I');
+  assert_string_equal(sql_session_guc(f->s, "application_name"), "");
+  assert_string_equal(sql_session_guc(f->s, "session_authorization"), "second");
+  ASSERT_RUN(f, q, "T count_star():20|D 0|C SELECT 1|"); /* the open write was rolled back */
+  assert_int_equal(f->s->plans.hits, plan_hits + 1);      /* admitted by the first client */
+  ASSERT_RUN(f, "INSERT INTO ducklake_w VALUES (2)", "C INSERT 0 1|"); /* no read role now */
+
+  /* a temporary table: the session is closed for good, never handed on */
+  ASSERT_RUN(f, "CREATE TEMP TABLE scratch (x INTEGER)", "C CREATE TABLE|");
+  sql_session_close(f->s);
+  assert_int_equal(f->e->nidle, 0);
+  assert_int_equal(sql_session_open(f->e, "third", "lake", &f->s, &err), MR_OK);
+  duckdb_result r; /* the planner would refuse the name: ask DuckDB itself */
+  assert_int_equal(duckdb_query(f->s->con, "SELECT * FROM temp.main.scratch", &r), DuckDBError);
+  duckdb_destroy_result(&r);
+  assert_int_equal(f->s->plans.hits, 0);
+
+  /* the engine keeps a few, not every session a burst of clients opened */
+  sql_session *many[SQL_ENGINE_IDLE_SESSIONS + 2];
+  for (size_t i = 0; i < SQL_ENGINE_IDLE_SESSIONS + 2; i++)
+    assert_int_equal(sql_session_open(f->e, "u", "lake", &many[i], &err), MR_OK);
+  for (size_t i = 0; i < SQL_ENGINE_IDLE_SESSIONS + 2; i++)
+    sql_session_close(many[i]);
+  assert_int_equal(f->e->nidle, SQL_ENGINE_IDLE_SESSIONS);
+}
+
 static void bytea_literals_follow_the_column_type(void **state) {
   fixture *f = *state;
   PRELOAD(f, "CREATE TABLE public.ducklake_s (v VARCHAR, b BYTEA)");
@@ -768,6 +818,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(kept_statements_see_new_rows, setup, teardown),
       cmocka_unit_test_setup_teardown(closed_statements_are_kept_until_ddl, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_closed_session_is_kept_warm_and_clean, setup, teardown),
       cmocka_unit_test_setup_teardown(bytea_literals_follow_the_column_type, setup, teardown),
       cmocka_unit_test_setup_teardown(introspection_answers, setup, teardown),
       cmocka_unit_test_setup_teardown(relations_follow_ddl, setup, teardown),
