@@ -296,18 +296,16 @@ static void rollback_txn(sql_session *s);
  * list. False (nothing kept) when it ever had a temporary table (DuckDB
  * objects moraine would have to find and drop), or the list is full. */
 static bool session_park(sql_session *s) {
-  if (s->con == NULL || s->temp_gen != 0 || s->ntemps != 0)
+  sql_engine *e = s->e;
+  pthread_mutex_lock(&e->idle_mu);
+  bool room = e->nidle < SQL_ENGINE_IDLE_SESSIONS; /* rechecked below */
+  pthread_mutex_unlock(&e->idle_mu);
+  if (!room || s->con == NULL || s->temp_gen != 0 || s->ntemps != 0)
     return false;
-  if (s->status != 'I')
-    rollback_txn(s);
+  sql_session_reset(s); /* transaction (and its capture), GUCs */
   /* the client's statements go to the Parse cache, as at a Close */
   while (s->prepared)
     sql_prepared_free(s->prepared);
-  guc_reset_all(s);
-  sql_capture_clear(&s->cap);
-  s->status = 'I';
-  s->implicit = false;
-  s->read_only = false;
   s->role_read_only = false;
   s->dealloc = NULL;
   s->dealloc_ctx = NULL;
@@ -315,7 +313,6 @@ static bool session_park(sql_session *s) {
   free(s->user);
   free(s->database);
   s->user = s->database = NULL;
-  sql_engine *e = s->e;
   pthread_mutex_lock(&e->idle_mu);
   bool kept = e->nidle < SQL_ENGINE_IDLE_SESSIONS;
   if (kept)

@@ -450,6 +450,17 @@ static void a_closed_session_is_kept_warm_and_clean(void **state) {
   assert_int_equal(f->s->plans.hits, plan_hits + 1);      /* admitted by the first client */
   ASSERT_RUN(f, "INSERT INTO ducklake_w VALUES (2)", "C INSERT 0 1|"); /* no read role now */
 
+  /* the roles are checked at each run, not at admission: a reader handed
+   * the writer's session, with that INSERT cached, still may not write */
+  sql_session_close(f->s);
+  assert_int_equal(sql_session_open(f->e, "reader", "lake", &f->s, &err), MR_OK);
+  sql_session_set_read_only_role(f->s, true);
+  char *got = run(f, "INSERT INTO ducklake_w VALUES (2)");
+  assert_non_null(strstr(got, "ERR 42501"));
+  free(got);
+  ASSERT_RUN(f, "SELECT count(*) FROM ducklake_w", "T count_star():20|D 1|C SELECT 1|");
+  sql_session_set_read_only_role(f->s, false); /* the fixture's session writes again */
+
   /* a temporary table: the session is closed for good, never handed on */
   ASSERT_RUN(f, "CREATE TEMP TABLE scratch (x INTEGER)", "C CREATE TABLE|");
   sql_session_close(f->s);
