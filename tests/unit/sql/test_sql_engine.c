@@ -419,6 +419,63 @@ static void closed_statements_are_kept_until_ddl(void **state) {
   ASSERT_PARSE(f, "SELECT * FROM ducklake_nope", 0, NULL, "ERR 42P01");
 }
 
+/* Executes prepared statement p (no parameters) and returns what the sink
+ * saw, or "ERR <sqlstate>". */
+static char *execute(fixture *f, sql_prepared *p) {
+  rec r = {0};
+  sql_sink sink = sink_for(&r);
+  sql_error err;
+  if (sql_prepared_execute(f->s, p, 0, NULL, NULL, 0, NULL, 0, NULL, &sink, &err) != MR_OK)
+    sql_strbuf_addf(&r.log, "ERR %s", err.sqlstate);
+  sql_strbuf_free(&r.copy);
+  return sql_strbuf_take(&r.log);
+}
+
+/* An extended-protocol read outside a block runs in DuckDB's autocommit and
+ * opens no implicit transaction; a write opens one that lasts to Sync, and a
+ * read after it runs inside it (sees its rows, goes with its rollback). */
+static void extended_reads_outside_a_block_open_none(void **state) {
+  fixture *f = *state;
+  PRELOAD(f, "CREATE TABLE public.ducklake_xr (a INTEGER)");
+  sql_error err;
+  sql_prepared *sel, *ins;
+  assert_int_equal(sql_session_prepare(f->s, "SELECT count(*) FROM ducklake_xr", 0, NULL, &sel, &err),
+                   MR_OK);
+  assert_int_equal(sql_session_prepare(f->s, "INSERT INTO ducklake_xr VALUES (1)", 0, NULL, &ins, &err),
+                   MR_OK);
+  char *got = execute(f, sel);
+  assert_string_equal(got, "D 0|C SELECT 1|");
+  free(got);
+  assert_int_equal(sql_session_status(f->s), 'I'); /* no block opened */
+  got = execute(f, ins);
+  assert_string_equal(got, "C INSERT 0 1|");
+  free(got);
+  assert_int_equal(sql_session_status(f->s), 'T'); /* implicit, up to Sync */
+  got = execute(f, sel);
+  assert_string_equal(got, "D 1|C SELECT 1|"); /* inside it */
+  free(got);
+  sql_session_error_at_sync(f->s); /* a later message failed: all of it goes */
+  assert_int_equal(sql_session_status(f->s), 'I');
+  got = execute(f, sel);
+  assert_string_equal(got, "D 0|C SELECT 1|");
+  free(got);
+  got = execute(f, ins);
+  assert_string_equal(got, "C INSERT 0 1|");
+  free(got);
+  assert_int_equal(sql_session_sync(f->s, &err), MR_OK);
+  assert_int_equal(sql_session_status(f->s), 'I');
+  ASSERT_RUN(f, "SELECT count(*) FROM ducklake_xr", "T count_star():20|D 1|C SELECT 1|");
+  /* in an explicit block a read stays in it */
+  ASSERT_RUN(f, "BEGIN", "C BEGIN|");
+  got = execute(f, sel);
+  assert_string_equal(got, "D 1|C SELECT 1|");
+  free(got);
+  assert_int_equal(sql_session_status(f->s), 'T');
+  ASSERT_RUN(f, "ROLLBACK", "C ROLLBACK|");
+  sql_prepared_free(sel);
+  sql_prepared_free(ins);
+}
+
 /* A closed session is kept for the next client with its statement caches
  * (sql_internal.h, engine->idle), and with nothing else of its client's:
  * no transaction or its writes, GUC, role, user or client statement; a
@@ -825,6 +882,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(preload_then_query, setup, teardown),
       cmocka_unit_test_setup_teardown(capture_and_hooks, setup, teardown),
       cmocka_unit_test_setup_teardown(transaction_states, setup, teardown),
+      cmocka_unit_test_setup_teardown(extended_reads_outside_a_block_open_none, setup, teardown),
       cmocka_unit_test_setup_teardown(deallocate_and_discard_reach_the_protocol_layer, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(kept_statements_see_new_rows, setup, teardown),
