@@ -19,7 +19,7 @@ use std::ffi::{c_char, CStr};
 use std::ops::Bound;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -144,21 +144,6 @@ fn drop_in<T>(rt: Arc<Runtime>, value: T) {
         drop(value);
         drop(guard);
     }));
-}
-
-/// Waits, at most `CLOSE_SETTLE`, for the runtime's tasks to end. SlateDB
-/// 0.14's close returns while the compaction work it aborted is still
-/// winding down (slatedb#1973); a runtime dropped under it cancels the
-/// block fetches a subcompaction awaits, and the subcompaction panics with
-/// a backtrace on stderr (the data is safe: close has already flushed).
-/// Usually there is nothing left and this returns at once.
-const CLOSE_SETTLE: Duration = Duration::from_millis(1000);
-
-fn let_tasks_end(rt: &Runtime) {
-    let deadline = Instant::now() + CLOSE_SETTLE;
-    while rt.metrics().num_alive_tasks() > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 /// Fixed-length prefix extractor: the segment of a key is its first `len`
@@ -1146,10 +1131,7 @@ pub unsafe extern "C" fn sdb_close(db: *mut SdbDb, msg: *mut c_char, cap: usize)
         Ok(())
     });
     let SdbDb { rt, store, .. } = *db;
-    let runtime = Arc::clone(&rt);
     drop_in(rt, store);
-    let_tasks_end(&runtime);
-    drop(runtime);
     code
 }
 
