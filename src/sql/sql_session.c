@@ -1003,7 +1003,7 @@ static mr_status run_plan(sql_session *s, const sql_plan *pl, const sql_sink *si
   default: {
     /* A read outside a transaction runs in DuckDB's own autocommit: no
      * capture to collect, nothing to hand to the store (an extended-
-     * protocol read does the same in sql_session_execute). */
+     * protocol read does the same in sql_prepared_execute). */
     rc = history_resident(s, &pl->hist, err);
     if (rc)
       return rc;

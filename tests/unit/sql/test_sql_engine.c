@@ -439,10 +439,10 @@ static void extended_reads_outside_a_block_open_none(void **state) {
   PRELOAD(f, "CREATE TABLE public.ducklake_xr (a INTEGER)");
   sql_error err;
   sql_prepared *sel, *ins;
-  assert_int_equal(sql_session_prepare(f->s, "SELECT count(*) FROM ducklake_xr", 0, NULL, &sel, &err),
-                   MR_OK);
-  assert_int_equal(sql_session_prepare(f->s, "INSERT INTO ducklake_xr VALUES (1)", 0, NULL, &ins, &err),
-                   MR_OK);
+  const char *select = "SELECT count(*) FROM ducklake_xr";
+  const char *insert = "INSERT INTO ducklake_xr VALUES (1)";
+  assert_int_equal(sql_session_prepare(f->s, select, 0, NULL, &sel, &err), MR_OK);
+  assert_int_equal(sql_session_prepare(f->s, insert, 0, NULL, &ins, &err), MR_OK);
   char *got = execute(f, sel);
   assert_string_equal(got, "D 0|C SELECT 1|");
   free(got);
