@@ -949,6 +949,16 @@ static mr_status history_resident(sql_session *s, const sql_hist_needs *h, sql_e
   return rc;
 }
 
+/* Outside a block, a read runs in DuckDB's own autocommit, from a simple
+ * query or an extended-protocol Execute alike: no capture to collect,
+ * nothing to hand to the store or roll back, and PostgreSQL gives each
+ * statement of an implicit block its own snapshot anyway (read committed).
+ * This spares a read its BEGIN and COMMIT (a third of a SELECT 1); any
+ * other statement opens the implicit block. */
+static bool runs_in_autocommit(const sql_session *s, sql_kind kind) {
+  return s->status == 'I' && kind == SQL_KIND_OTHER;
+}
+
 /* One admitted statement (of a simple query, or a session command of the
  * extended protocol). An autocommit statement gets its own implicit
  * transaction. */
@@ -1001,13 +1011,10 @@ static mr_status run_plan(sql_session *s, const sql_plan *pl, const sql_sink *si
   case SQL_KIND_NOOP:
     return complete(sink, pl->tag ? pl->tag : "", err);
   default: {
-    /* A read outside a transaction runs in DuckDB's own autocommit: no
-     * capture to collect, nothing to hand to the store (an extended-
-     * protocol read does the same in sql_prepared_execute). */
     rc = history_resident(s, &pl->hist, err);
     if (rc)
       return rc;
-    if (s->status == 'I' && pl->kind == SQL_KIND_OTHER)
+    if (runs_in_autocommit(s, pl->kind))
       return run_in_duckdb(s, pl, sink, err);
     bool autocommit = s->status == 'I';
     if (autocommit)
@@ -1460,12 +1467,7 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
     rc = p->plans.n ? history_resident(s, &p->plans.v[0].hist, err) : MR_OK;
   if (rc)
     return rc;
-  /* A read outside a transaction runs in DuckDB's own autocommit, as a
-   * simple-query read does: PostgreSQL gives each statement of an implicit
-   * block its own snapshot anyway (read committed), and a read has nothing
-   * to roll back, so a later write before Sync opens the block itself. This
-   * spares a read its BEGIN and COMMIT (a third of a SELECT 1). */
-  if (s->status == 'I' && p->kind != SQL_KIND_OTHER) {
+  if (s->status == 'I' && !runs_in_autocommit(s, p->kind)) {
     rc = begin_txn(s, true, err); /* committed at Sync */
     if (rc)
       return rc;
