@@ -189,19 +189,12 @@ static const char *const catalog_sql[] = {
     "'' AS attcompression "
     "FROM moraine_pg_attribute()",
 
-    /* conrelid: the directory's oid of the table, matched by name */
+    /* keys from the relation directory too: moraine's tables have no
+     * foreign keys or CHECK constraints (the planner admits neither) */
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_constraint AS "
-    "SELECT (k.table_oid * 1000 + k.constraint_index)::BIGINT AS oid, "
-    "k.constraint_name AS conname, k.schema_oid::BIGINT AS connamespace, "
-    "CASE k.constraint_type WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' "
-    "WHEN 'FOREIGN KEY' THEN 'f' ELSE 'c' END AS contype, "
-    "r.oid AS conrelid, "
-    "'{' || array_to_string(list_transform(k.constraint_column_indexes, x -> x + 1), ',') || '}' "
-    "AS conkey, 0::BIGINT AS confrelid, false AS condeferrable, false AS condeferred, "
-    "true AS convalidated, 0::BIGINT AS conindid "
-    "FROM duckdb_constraints() k JOIN moraine_pg_class() r "
-    "ON r.nspname = k.schema_name AND r.relname = k.table_name WHERE k.database_name = @DB@ "
-    "AND k.constraint_type IN ('PRIMARY KEY', 'UNIQUE', 'FOREIGN KEY', 'CHECK')",
+    "SELECT oid, conname, connamespace, contype, conrelid, conkey, 0::BIGINT AS confrelid, "
+    "false AS condeferrable, false AS condeferred, true AS convalidated, 0::BIGINT AS conindid "
+    "FROM moraine_pg_constraint()",
 
     /* comments: the engine's tables never have any. DuckDB keeps a comment
      * only from COMMENT ON, which moraine does not admit (test_sql_plan

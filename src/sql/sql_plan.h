@@ -33,6 +33,7 @@
 #include "sql/sql.h"
 #include "sql/sql_history.h"
 #include "sql/sql_lex.h"
+#include "sql/sql_pginfo.h"
 
 /* What DDL an admitted CREATE / DROP is, once the tree has been read. */
 typedef enum sql_ddl_kind {
@@ -80,6 +81,7 @@ typedef struct sql_plan {
   sql_hist_needs hist;  /* the catalog history it may read (sql_history.h) */
   sql_copy_stmt copy;   /* SQL_KIND_COPY: its direction, query or target, options */
   char *dealloc_name;   /* SQL_KIND_DEALLOCATE: the statement, NULL for ALL */
+  sql_table_lookup lookup; /* a SELECT that is the postgres extension's table lookup */
 } sql_plan;
 
 typedef struct sql_plans {

@@ -29,13 +29,30 @@ typedef struct rel_col {
   bool notnull, hasdef;
 } rel_col;
 
+/* A PRIMARY KEY or UNIQUE constraint (the only kinds moraine's tables can
+ * have), as pg_constraint shows it. Its oid there is the table's oid * 1000
+ * + its index here (key_oid): DuckDB's own constraint_index is no stable
+ * name (a scan filtered by table numbers them differently). */
+typedef struct rel_key {
+  char type;    /* 'p' or 'u' */
+  char *name;   /* DuckDB's constraint name */
+  char *conkey; /* its columns as PostgreSQL prints an int2[]: {1} */
+} rel_key;
+
 typedef struct rel {
   atomic_size_t refs;
   uint32_t oid;
+  int64_t nspoid; /* its schema's oid in pg_namespace (DuckDB's schema oid) */
   char *schema, *name;
   size_t ncols;
   rel_col *cols;
+  size_t nkeys;
+  rel_key *keys; /* in DuckDB's constraint order */
 } rel;
+
+static int64_t key_oid(const rel *r, size_t k) {
+  return (int64_t)r->oid * 1000 + (int64_t)k;
+}
 
 typedef struct relset {
   atomic_size_t refs;
@@ -80,6 +97,11 @@ static void rel_unref(rel *r) {
   for (size_t i = 0; i < r->ncols; i++)
     free(r->cols[i].name);
   free(r->cols);
+  for (size_t i = 0; i < r->nkeys; i++) {
+    free(r->keys[i].name);
+    free(r->keys[i].conkey);
+  }
+  free(r->keys);
   free(r->schema);
   free(r->name);
   free(r);
@@ -264,6 +286,75 @@ static mr_status oom(sql_error *err) {
   return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
 }
 
+/* The PRIMARY KEY and UNIQUE constraints of the database's tables (only
+ * schema.table's when table is not NULL), read through con and added to
+ * the rel of rels[] with their table's name. */
+static mr_status read_keys(sql_relcache *rc, duckdb_connection con, const char *schema,
+                           const char *table, rel *const *rels, size_t nrels, sql_error *err) {
+  char *db = sql_quote_literal(rc->dbname);
+  char *qs = table ? sql_quote_literal(schema) : NULL, *qt = table ? sql_quote_literal(table) : NULL;
+  sql_strbuf q = {0};
+  sql_strbuf_addf(&q,
+                  "SELECT schema_name, table_name, constraint_name, "
+                  "constraint_type = 'PRIMARY KEY', '{' || array_to_string(list_transform("
+                  "constraint_column_indexes, x -> x + 1), ',') || '}' FROM duckdb_constraints() "
+                  "WHERE database_name = %s AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')",
+                  db ? db : "''");
+  if (table)
+    sql_strbuf_addf(&q, " AND schema_name = %s AND table_name = %s", qs ? qs : "''",
+                    qt ? qt : "''");
+  sql_strbuf_add(&q, " ORDER BY table_oid, constraint_index");
+  bool quoted = db && (table == NULL || (qs && qt));
+  free(db);
+  free(qs);
+  free(qt);
+  char *sql = sql_strbuf_take(&q);
+  if (sql == NULL || !quoted) {
+    free(sql);
+    return oom(err);
+  }
+  duckdb_result res;
+  mr_status st = MR_OK;
+  if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
+    st = sql_fail_duckdb(err, duckdb_result_error(&res));
+    duckdb_destroy_result(&res);
+    free(sql);
+    return st;
+  }
+  free(sql);
+  for (duckdb_data_chunk ch; st == MR_OK && (ch = duckdb_fetch_chunk(res)) != NULL;) {
+    idx_t n = duckdb_data_chunk_get_size(ch);
+    duckdb_vector v[5];
+    for (idx_t k = 0; k < 5; k++)
+      v[k] = duckdb_data_chunk_get_vector(ch, k);
+    for (idx_t i = 0; st == MR_OK && i < n; i++) {
+      char *sname = vec_strdup(v[0], i), *tname = vec_strdup(v[1], i);
+      rel *r = NULL;
+      for (size_t j = 0; sname && tname && r == NULL && j < nrels; j++)
+        if (same_name(rels[j], sname, tname))
+          r = rels[j];
+      free(sname);
+      free(tname);
+      if (r == NULL)
+        continue; /* a view's or a temporary table's: not in the directory */
+      rel_key *grown = realloc(r->keys, (r->nkeys + 1) * sizeof *grown);
+      char *name = vec_strdup(v[2], i), *conkey = vec_strdup(v[4], i);
+      if (grown)
+        r->keys = grown;
+      if (grown == NULL || name == NULL || conkey == NULL) {
+        free(name);
+        free(conkey);
+        st = oom(err);
+        break;
+      }
+      r->keys[r->nkeys++] = (rel_key){vec_bool(v[3], i) ? 'p' : 'u', name, conkey};
+    }
+    duckdb_destroy_data_chunk(&ch);
+  }
+  duckdb_destroy_result(&res);
+  return st;
+}
+
 /* Every table of the database with its columns, through con: a new set
  * whose rels have no oid yet. Rows come ordered by table, then column. */
 static mr_status read_all(sql_relcache *rc, duckdb_connection con, relset **out,
@@ -273,7 +364,8 @@ static mr_status read_all(sql_relcache *rc, duckdb_connection con, relset **out,
   sql_strbuf q = {0};
   sql_strbuf_addf(&q,
                   "SELECT schema_name, table_name, column_name, data_type, NOT is_nullable, "
-                  "column_default IS NOT NULL FROM duckdb_columns() c WHERE database_name = %s "
+                  "column_default IS NOT NULL, schema_oid FROM duckdb_columns() c "
+                  "WHERE database_name = %s "
                   "AND NOT EXISTS (SELECT 1 FROM duckdb_views() v WHERE v.database_name = %s "
                   "AND v.schema_name = c.schema_name AND v.view_name = c.table_name) "
                   "ORDER BY schema_name, table_name, column_index",
@@ -296,8 +388,8 @@ static mr_status read_all(sql_relcache *rc, duckdb_connection con, relset **out,
   bool ok = s != NULL;
   for (duckdb_data_chunk ch; ok && (ch = duckdb_fetch_chunk(res)) != NULL;) {
     idx_t n = duckdb_data_chunk_get_size(ch);
-    duckdb_vector v[6];
-    for (idx_t k = 0; k < 6; k++)
+    duckdb_vector v[7];
+    for (idx_t k = 0; k < 7; k++)
       v[k] = duckdb_data_chunk_get_vector(ch, k);
     for (idx_t i = 0; ok && i < n; i++) {
       char *schema = vec_strdup(v[0], i), *table = vec_strdup(v[1], i);
@@ -306,6 +398,8 @@ static mr_status read_all(sql_relcache *rc, duckdb_connection con, relset **out,
       } else if (r == NULL || !same_name(r, schema, table)) { /* the next table */
         r = rel_new(schema, table);
         colcap = 0;
+        if (r)
+          r->nspoid = ((int64_t *)duckdb_vector_get_data(v[6]))[i];
         if (r && s->n == setcap) {
           size_t cap = setcap ? 2 * setcap : 64;
           rel **grown = realloc(s->v, cap * sizeof *grown);
@@ -337,6 +431,11 @@ static mr_status read_all(sql_relcache *rc, duckdb_connection con, relset **out,
   if (!ok) {
     relset_unref(s);
     return oom(err);
+  }
+  mr_status st = read_keys(rc, con, NULL, NULL, s->v, s->n, err);
+  if (st) {
+    relset_unref(s);
+    return st;
   }
   *out = s;
   return MR_OK;
@@ -460,6 +559,44 @@ static uint32_t visible_oid(sql_relcache *rc, uint64_t conn, const char *schema,
   return r ? r->oid : 0;
 }
 
+/* pg_namespace's oid of schema: a known table's, or read through con. */
+static mr_status schema_oid(sql_relcache *rc, duckdb_connection con, const char *schema,
+                            int64_t *oid, sql_error *err) {
+  bool found = false;
+  pthread_mutex_lock(&rc->mu);
+  for (size_t i = 0; !found && i < rc->cur->n; i++)
+    if (strcmp(rc->cur->v[i]->schema, schema) == 0) {
+      *oid = rc->cur->v[i]->nspoid;
+      found = true;
+    }
+  pthread_mutex_unlock(&rc->mu);
+  if (found)
+    return MR_OK;
+  char *db = sql_quote_literal(rc->dbname), *qs = sql_quote_literal(schema);
+  sql_strbuf q = {0};
+  if (db && qs)
+    sql_strbuf_addf(&q,
+                    "SELECT oid::BIGINT FROM duckdb_schemas() WHERE database_name = %s "
+                    "AND schema_name = %s",
+                    db, qs);
+  free(db);
+  free(qs);
+  char *sql = sql_strbuf_take(&q);
+  if (sql == NULL)
+    return oom(err);
+  duckdb_result res;
+  mr_status st = MR_OK;
+  if (duckdb_query(con, sql, &res) != DuckDBSuccess)
+    st = sql_fail_duckdb(err, duckdb_result_error(&res));
+  else if (duckdb_row_count(&res) != 1)
+    st = sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR, "schema %s not found", schema);
+  else
+    *oid = duckdb_value_int64(&res, 0, 0);
+  duckdb_destroy_result(&res);
+  free(sql);
+  return st;
+}
+
 mr_status sql_relcache_note_create(sql_relcache *rc, duckdb_connection con, uint64_t conn_id,
                                    const char *schema, const char *table, sql_error *err) {
   /* DESCRIBE through the SQL parser: names are quoted identifiers there
@@ -469,8 +606,8 @@ mr_status sql_relcache_note_create(sql_relcache *rc, duckdb_connection con, uint
   sql_strbuf q = {0};
   if (d && qs && qt)
     sql_strbuf_addf(&q,
-                    "SELECT column_name, column_type, \"null\" = 'NO', \"default\" IS NOT NULL "
-                    "FROM (DESCRIBE %s.%s.%s)",
+                    "SELECT column_name, column_type, \"null\" = 'NO', \"default\" IS NOT NULL, "
+                    "key IS NOT NULL FROM (DESCRIBE %s.%s.%s)",
                     d, qs, qt);
   free(d);
   free(qs);
@@ -484,20 +621,22 @@ mr_status sql_relcache_note_create(sql_relcache *rc, duckdb_connection con, uint
   }
   duckdb_result res;
   mr_status st = MR_OK;
+  bool keyed = false;
   if (duckdb_query(con, sql, &res) != DuckDBSuccess) {
     st = sql_fail_duckdb(err, duckdb_result_error(&res));
   } else {
     size_t cap = 0;
     for (duckdb_data_chunk ch; st == MR_OK && (ch = duckdb_fetch_chunk(res)) != NULL;) {
       idx_t n = duckdb_data_chunk_get_size(ch);
-      duckdb_vector v[4];
-      for (idx_t k = 0; k < 4; k++)
+      duckdb_vector v[5];
+      for (idx_t k = 0; k < 5; k++)
         v[k] = duckdb_data_chunk_get_vector(ch, k);
       for (idx_t i = 0; st == MR_OK && i < n; i++) {
         char *type = vec_strdup(v[1], i);
         if (type == NULL || !add_col(r, &cap, vec_strdup(v[0], i), type, vec_bool(v[2], i),
                                      vec_bool(v[3], i)))
           st = oom(err);
+        keyed = keyed || vec_bool(v[4], i);
         free(type);
       }
       duckdb_destroy_data_chunk(&ch);
@@ -505,6 +644,12 @@ mr_status sql_relcache_note_create(sql_relcache *rc, duckdb_connection con, uint
   }
   duckdb_destroy_result(&res);
   free(sql);
+  /* only spec tables have keys (the planner refuses them elsewhere): the
+   * scan of every table's constraints is paid for those alone */
+  if (st == MR_OK && keyed)
+    st = read_keys(rc, con, schema, table, &r, 1, err);
+  if (st == MR_OK)
+    st = schema_oid(rc, con, schema, &r->nspoid, err);
   if (st) {
     rel_unref(r);
     return st;
@@ -567,7 +712,7 @@ typedef struct scan_bind {
 
 typedef struct scan_state {
   relset *set;
-  size_t rel, col; /* the next row: set->v[rel], its column col */
+  size_t rel, col; /* the next row: set->v[rel], its column (or key) col */
 } scan_state;
 
 static void scan_state_free(void *p) {
@@ -681,15 +826,251 @@ static void attribute_scan(duckdb_function_info info, duckdb_data_chunk out) {
   duckdb_data_chunk_set_size(out, n);
 }
 
+static void constraint_bind(duckdb_bind_info info) {
+  add_result(info, "oid", DUCKDB_TYPE_BIGINT);
+  add_result(info, "conname", DUCKDB_TYPE_VARCHAR);
+  add_result(info, "connamespace", DUCKDB_TYPE_BIGINT);
+  add_result(info, "contype", DUCKDB_TYPE_VARCHAR);
+  add_result(info, "conrelid", DUCKDB_TYPE_BIGINT);
+  add_result(info, "conkey", DUCKDB_TYPE_VARCHAR);
+  bind_common(info, false);
+}
+
+static void constraint_scan(duckdb_function_info info, duckdb_data_chunk out) {
+  scan_state *st = duckdb_function_get_init_data(info);
+  idx_t cap = duckdb_vector_size(), n = 0;
+  duckdb_vector v[6];
+  for (idx_t k = 0; k < 6; k++)
+    v[k] = duckdb_data_chunk_get_vector(out, k);
+  while (n < cap && st->rel < st->set->n) {
+    const rel *r = st->set->v[st->rel];
+    if (st->col >= r->nkeys) { /* col: the next key of r */
+      st->rel++;
+      st->col = 0;
+      continue;
+    }
+    const rel_key *k = &r->keys[st->col];
+    ((int64_t *)duckdb_vector_get_data(v[0]))[n] = key_oid(r, st->col);
+    duckdb_vector_assign_string_element(v[1], n, k->name);
+    ((int64_t *)duckdb_vector_get_data(v[2]))[n] = r->nspoid;
+    duckdb_vector_assign_string_element_len(v[3], n, &k->type, 1);
+    ((int64_t *)duckdb_vector_get_data(v[4]))[n] = r->oid;
+    duckdb_vector_assign_string_element(v[5], n, k->conkey);
+    st->col++;
+    n++;
+  }
+  duckdb_data_chunk_set_size(out, n);
+}
+
+/* ---- moraine_pg_table_info(schemas, relname) ------------------------------
+ * The rows PostgreSQL gives the postgres extension's table lookup (its
+ * columns joined with pg_class, pg_namespace, pg_attribute, pg_type and
+ * pg_description, then the tables' PRIMARY KEY and UNIQUE constraints, in
+ * the order namespace_id, relname, attnum, constraint_id), from the
+ * directory: a cost in proportion to the tables asked for, where the same
+ * query over the pg_catalog views builds every column of every table and
+ * scans every constraint of the engine (sql_pgcatalog.c). schemas NULL:
+ * every schema; relname NULL: every table of the schemas. */
+
+enum { INFO_NCOLS = 15 };
+
+typedef struct info_bind {
+  scan_bind scan;
+  bool any_schema; /* schemas NULL */
+  char **schemas;
+  size_t nschemas;
+  char *relname;
+} info_bind;
+
+typedef struct info_state {
+  relset *set;
+  rel **hits; /* the tables asked for, in output order */
+  size_t nhits, rel, row; /* next: hits[rel], its column row (then its keys) */
+} info_state;
+
+static void info_bind_free(void *p) {
+  info_bind *b = p;
+  for (size_t i = 0; i < b->nschemas; i++)
+    free(b->schemas[i]);
+  free(b->schemas);
+  free(b->relname);
+  free(b);
+}
+
+static void info_bind_fn(duckdb_bind_info info) {
+  static const struct {
+    const char *name;
+    duckdb_type type;
+  } cols[INFO_NCOLS] = {
+      {"namespace_id", DUCKDB_TYPE_BIGINT},   {"relname", DUCKDB_TYPE_VARCHAR},
+      {"relpages", DUCKDB_TYPE_INTEGER},      {"attname", DUCKDB_TYPE_VARCHAR},
+      {"type_name", DUCKDB_TYPE_VARCHAR},     {"type_modifier", DUCKDB_TYPE_INTEGER},
+      {"ndim", DUCKDB_TYPE_INTEGER},          {"attnum", DUCKDB_TYPE_SMALLINT},
+      {"notnull", DUCKDB_TYPE_BOOLEAN},       {"constraint_id", DUCKDB_TYPE_BIGINT},
+      {"constraint_type", DUCKDB_TYPE_VARCHAR}, {"constraint_key", DUCKDB_TYPE_VARCHAR},
+      {"type_schema", DUCKDB_TYPE_VARCHAR},   {"column_comment", DUCKDB_TYPE_VARCHAR},
+      {"table_comment", DUCKDB_TYPE_VARCHAR},
+  };
+  for (size_t i = 0; i < INFO_NCOLS; i++)
+    add_result(info, cols[i].name, cols[i].type);
+  info_bind *b = calloc(1, sizeof *b);
+  duckdb_value list = duckdb_bind_get_parameter(info, 0);
+  duckdb_value name = duckdb_bind_get_parameter(info, 1);
+  bool ok = b != NULL;
+  if (ok)
+    b->any_schema = duckdb_is_null_value(list);
+  size_t n = ok && !b->any_schema ? duckdb_get_list_size(list) : 0;
+  if (ok && n && (b->schemas = calloc(n, sizeof *b->schemas)) == NULL)
+    ok = false;
+  for (size_t i = 0; ok && i < n; i++) {
+    duckdb_value v = duckdb_get_list_child(list, i);
+    char *text = duckdb_is_null_value(v) ? NULL : duckdb_get_varchar(v);
+    if (text) { /* a NULL schema name matches nothing, as in IN (...) */
+      b->schemas[b->nschemas] = sql_strdup(text);
+      ok = b->schemas[b->nschemas++] != NULL;
+      duckdb_free(text);
+    }
+    duckdb_destroy_value(&v);
+  }
+  if (ok && !duckdb_is_null_value(name)) {
+    char *text = duckdb_get_varchar(name);
+    b->relname = text ? sql_strdup(text) : NULL;
+    ok = b->relname != NULL;
+    duckdb_free(text);
+  }
+  duckdb_destroy_value(&list);
+  duckdb_destroy_value(&name);
+  if (!ok) {
+    if (b)
+      info_bind_free(b);
+    duckdb_bind_set_error(info, "out of memory");
+    return;
+  }
+  b->scan.rc = duckdb_bind_get_extra_info(info);
+  duckdb_client_context ctx = NULL;
+  duckdb_table_function_get_client_context(info, &ctx);
+  b->scan.conn = ctx ? duckdb_client_context_get_connection_id(ctx) : 0;
+  duckdb_destroy_client_context(&ctx);
+  duckdb_bind_set_bind_data(info, b, info_bind_free);
+}
+
+static void info_state_free(void *p) {
+  info_state *st = p;
+  relset_unref(st->set);
+  free(st->hits);
+  free(st);
+}
+
+static int by_namespace_name(const void *a, const void *b) {
+  const rel *x = *(rel *const *)a, *y = *(rel *const *)b;
+  if (x->nspoid != y->nspoid)
+    return x->nspoid < y->nspoid ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+static bool info_wants(const info_bind *b, const rel *r) {
+  if (b->relname && strcmp(b->relname, r->name) != 0)
+    return false;
+  if (b->any_schema)
+    return true;
+  for (size_t i = 0; i < b->nschemas; i++)
+    if (strcmp(b->schemas[i], r->schema) == 0)
+      return true;
+  return false;
+}
+
+static void info_init(duckdb_init_info info) {
+  info_bind *b = duckdb_init_get_bind_data(info);
+  info_state *st = calloc(1, sizeof *st);
+  if (st == NULL || (st->set = snapshot(b->scan.rc, b->scan.conn)) == NULL) {
+    free(st);
+    duckdb_init_set_error(info, "out of memory");
+    return;
+  }
+  for (size_t i = 0; i < st->set->n; i++) {
+    rel *r = st->set->v[i];
+    if (!info_wants(b, r))
+      continue;
+    rel **grown = realloc(st->hits, (st->nhits + 1) * sizeof *grown);
+    if (grown == NULL) {
+      info_state_free(st);
+      duckdb_init_set_error(info, "out of memory");
+      return;
+    }
+    st->hits = grown;
+    st->hits[st->nhits++] = r;
+  }
+  if (st->nhits > 1)
+    qsort(st->hits, st->nhits, sizeof *st->hits, by_namespace_name);
+  duckdb_init_set_init_data(info, st, info_state_free);
+}
+
+static void set_null(duckdb_vector v, idx_t row) {
+  duckdb_vector_ensure_validity_writable(v);
+  duckdb_validity_set_row_invalid(duckdb_vector_get_validity(v), row);
+}
+
+static void info_scan(duckdb_function_info info, duckdb_data_chunk out) {
+  info_state *st = duckdb_function_get_init_data(info);
+  idx_t cap = duckdb_vector_size(), n = 0;
+  duckdb_vector v[INFO_NCOLS];
+  for (idx_t k = 0; k < INFO_NCOLS; k++)
+    v[k] = duckdb_data_chunk_get_vector(out, k);
+  while (n < cap && st->rel < st->nhits) {
+    const rel *r = st->hits[st->rel];
+    if (st->row >= r->ncols + r->nkeys) {
+      st->rel++;
+      st->row = 0;
+      continue;
+    }
+    size_t i = st->row++;
+    const char *typname = NULL;
+    int16_t typlen;
+    if (i < r->ncols && !pg_type_info(r->cols[i].typid, &typname, &typlen))
+      continue; /* a type pg_type does not list: the join with it drops the column */
+    ((int64_t *)duckdb_vector_get_data(v[0]))[n] = r->nspoid;
+    duckdb_vector_assign_string_element(v[1], n, r->name);
+    if (i < r->ncols) {
+      const rel_col *c = &r->cols[i];
+      ((int32_t *)duckdb_vector_get_data(v[2]))[n] = 0;
+      duckdb_vector_assign_string_element(v[3], n, c->name);
+      duckdb_vector_assign_string_element(v[4], n, typname);
+      ((int32_t *)duckdb_vector_get_data(v[5]))[n] = c->typmod;
+      ((int32_t *)duckdb_vector_get_data(v[6]))[n] = 0;
+      ((int16_t *)duckdb_vector_get_data(v[7]))[n] = (int16_t)(i + 1);
+      ((bool *)duckdb_vector_get_data(v[8]))[n] = c->notnull;
+      for (idx_t k = 9; k <= 11; k++)
+        set_null(v[k], n);
+      duckdb_vector_assign_string_element(v[12], n, "pg_catalog"); /* every pg_type row's */
+    } else {
+      const rel_key *k = &r->keys[i - r->ncols];
+      for (idx_t j = 2; j <= 8; j++)
+        set_null(v[j], n);
+      ((int64_t *)duckdb_vector_get_data(v[9]))[n] = key_oid(r, i - r->ncols);
+      duckdb_vector_assign_string_element_len(v[10], n, &k->type, 1);
+      duckdb_vector_assign_string_element(v[11], n, k->conkey);
+      set_null(v[12], n);
+    }
+    set_null(v[13], n); /* no comments: pg_description is empty */
+    set_null(v[14], n);
+    n++;
+  }
+  duckdb_data_chunk_set_size(out, n);
+}
+
+/* Registers a table function over rc; params: its parameter types (nparams). */
 static mr_status register_one(sql_relcache *rc, duckdb_connection con, const char *name,
-                              duckdb_table_function_bind_t bind,
-                              duckdb_table_function_t scan, sql_error *err) {
+                              duckdb_table_function_bind_t bind, duckdb_table_function_init_t init,
+                              duckdb_table_function_t scan, duckdb_logical_type *params,
+                              size_t nparams, sql_error *err) {
   duckdb_table_function f = duckdb_create_table_function();
   duckdb_table_function_set_name(f, name);
   duckdb_table_function_set_extra_info(f, rc, NULL);
   duckdb_table_function_set_bind(f, bind);
-  duckdb_table_function_set_init(f, scan_init);
+  duckdb_table_function_set_init(f, init);
   duckdb_table_function_set_function(f, scan);
+  for (size_t i = 0; i < nparams; i++)
+    duckdb_table_function_add_parameter(f, params[i]);
   duckdb_state s = duckdb_register_table_function(con, f);
   duckdb_destroy_table_function(&f);
   if (s != DuckDBSuccess)
@@ -698,7 +1079,22 @@ static mr_status register_one(sql_relcache *rc, duckdb_connection con, const cha
 }
 
 mr_status sql_relcache_register(sql_relcache *rc, duckdb_connection con, sql_error *err) {
-  mr_status st = register_one(rc, con, "moraine_pg_class", class_bind, class_scan, err);
-  return st ? st : register_one(rc, con, "moraine_pg_attribute", attribute_bind, attribute_scan,
-                                err);
+  mr_status st = register_one(rc, con, "moraine_pg_class", class_bind, scan_init, class_scan,
+                              NULL, 0, err);
+  if (st == MR_OK)
+    st = register_one(rc, con, "moraine_pg_attribute", attribute_bind, scan_init, attribute_scan,
+                      NULL, 0, err);
+  if (st == MR_OK)
+    st = register_one(rc, con, "moraine_pg_constraint", constraint_bind, scan_init,
+                      constraint_scan, NULL, 0, err);
+  if (st)
+    return st;
+  duckdb_logical_type params[2]; /* (schemas VARCHAR[], relname VARCHAR) */
+  params[1] = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+  params[0] = duckdb_create_list_type(params[1]);
+  st = register_one(rc, con, SQL_PG_TABLE_INFO_FN, info_bind_fn, info_init, info_scan, params, 2,
+                    err);
+  duckdb_destroy_logical_type(&params[0]);
+  duckdb_destroy_logical_type(&params[1]);
+  return st;
 }

@@ -1,8 +1,10 @@
 /*
  * sql_relcache.h — moraine's own directory of the catalog database's tables:
- * each table's name, a relation oid, and its columns with their PostgreSQL
- * types. pg_class, pg_attribute, pg_tables and to_regclass read it through
- * two table functions (moraine_pg_class(), moraine_pg_attribute()), so a
+ * each table's name, a relation oid, its columns with their PostgreSQL
+ * types, and its PRIMARY KEY and UNIQUE constraints. pg_class,
+ * pg_attribute, pg_constraint, pg_tables and to_regclass read it through
+ * table functions (moraine_pg_class(), moraine_pg_attribute(),
+ * moraine_pg_constraint()), so a
  * client's introspection never builds DuckDB's duckdb_tables() /
  * duckdb_columns() rows: those cost a row for every column of every table
  * (about 25,000 at 1,000 DuckLake tables, inlined-data tables included) on
@@ -46,8 +48,14 @@ typedef struct sql_relcache sql_relcache;
 sql_relcache *sql_relcache_create(const char *dbname);
 void sql_relcache_free(sql_relcache *rc);
 
-/* Registers moraine_pg_class() and moraine_pg_attribute() in the database
- * of `con`; rc must outlive the database. */
+/* The table function that answers the postgres extension's table lookup
+ * (sql_pginfo.h) from the directory: (schemas VARCHAR[], relname VARCHAR,
+ * NULL for every table of the schemas), rows as PostgreSQL gives them. */
+#define SQL_PG_TABLE_INFO_FN "moraine_pg_table_info"
+
+/* Registers moraine_pg_class(), moraine_pg_attribute(),
+ * moraine_pg_constraint() and SQL_PG_TABLE_INFO_FN in the database of
+ * `con`; rc must outlive the database. */
 mr_status sql_relcache_register(sql_relcache *rc, duckdb_connection con,
                                 sql_error *err) MR_MUST_CHECK;
 

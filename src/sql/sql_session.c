@@ -779,7 +779,12 @@ static mr_status make_select(sql_session *s, const char *sql, sql_cached_query *
 static mr_status run_select(sql_session *s, const sql_plan *pl, const sql_sink *sink,
                             sql_error *err) {
   sql_cached_query *q;
-  mr_status rc = sql_query_cached(s, SQL_CACHE_SELECT, pl->text, make_select, &q, err);
+  /* the postgres extension's table lookup: from the relation directory */
+  char *call = pl->lookup.hit ? sql_pginfo_call(&pl->lookup) : NULL;
+  if (pl->lookup.hit && call == NULL)
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+  mr_status rc = sql_query_cached(s, SQL_CACHE_SELECT, call ? call : pl->text, make_select, &q, err);
+  free(call);
   if (rc)
     return rc;
   duckdb_result r;
