@@ -154,6 +154,10 @@ static const char *const catalog_sql[] = {
 
     /* tables come from moraine's relation directory (sql_relcache.h), not
      * duckdb_tables(): a lookup then costs no row per table of the engine.
+     * The catalog database holds no views (the planner admits no CREATE
+     * VIEW, the load creates tables only), so none are listed: reading
+     * duckdb_views() cost every pg_class reference ~0.4 ms (it renders the
+     * SQL of every view of every database, moraine's own pg_catalog's too).
      * reltuples -1 is PostgreSQL's "never analyzed"; there are no indexes
      * as relations (pg_index is empty) and no CHECK constraints */
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_class AS "
@@ -167,12 +171,7 @@ static const char *const catalog_sql[] = {
     "NULL::VARCHAR[] AS relacl, NULL::VARCHAR[] AS reloptions, 0::BIGINT AS reltablespace, "
     "0::BIGINT AS reltoastrelid, false AS relhassubclass, 0::BIGINT AS reloftype, "
     "'d' AS relreplident, NULL::VARCHAR AS relpartbound "
-    "FROM moraine_pg_class() r JOIN " SQL_PGCAT_DB ".main.pg_namespace n ON n.nspname = r.nspname "
-    "UNION ALL "
-    "SELECT view_oid::BIGINT, view_name, schema_oid::BIGINT, 'v', 0, 0, false, view_oid::BIGINT, "
-    "10, 0, 0, 0, 'p', column_count::SMALLINT, false, false, false, false, false, 0, NULL, NULL, "
-    "0, 0, false, 0, 'n', NULL FROM duckdb_views() "
-    "WHERE database_name = @DB@ AND NOT internal AND NOT temporary",
+    "FROM moraine_pg_class() r JOIN " SQL_PGCAT_DB ".main.pg_namespace n ON n.nspname = r.nspname",
 
     "CREATE TABLE " SQL_PGCAT_DB ".main.pg_type (oid BIGINT, typname VARCHAR, typnamespace BIGINT, "
     "typlen SMALLINT, typtype VARCHAR, typcategory VARCHAR, typrelid BIGINT, typelem BIGINT, "
