@@ -1,7 +1,7 @@
 /*
- * sql_pginfo.c — the postgres extension's table lookup, recognized by the
- * digest of its normalized tokens (see sql_pginfo.h), and the call of the
- * directory's table function that answers it.
+ * sql_pginfo.c — the postgres extension's statements moraine answers in
+ * its own way, recognized by the digest of their normalized tokens (see
+ * sql_pginfo.h), and the engine text that answers each.
  */
 #include "sql/sql_pginfo.h"
 
@@ -17,20 +17,26 @@
 #include "sql/sql_state.h"
 #include "sql/sql_util.h"
 
-/* SHA-256 of the normalized text of the lookup DuckDB 1.5.5's postgres
- * extension sends: for one table, for every table of some schemas, and for
- * every table (its catalog load). A client whose text differs is answered by the
- * views, correctly and as slowly as before; test_pginfo in tests/e2e checks
- * that the installed extension's lookups are recognized. */
-static const char *const lookup_digests[] = {
-    "4168f9d5a607792ff1d5089c6f0c3c5b0827c3693e0551344b36c6c4c30761e4", /* one table */
-    "1cfdfabeed872a99868f24dfb829f1558cedc7d8416ffa6f8d4b805205c74d9a", /* its schemas */
-    "ff8efdc25809c6954c980048922b536e7776400c1eba1fc78887cb7d25d7137c", /* every schema */
+/* SHA-256 of the normalized texts DuckDB 1.5.5's postgres extension sends:
+ * its table lookup for one table, for every table of some schemas, and for
+ * every table (its catalog load); its enum and composite type loads. A
+ * client whose text differs is answered by the views, correctly and as
+ * slowly as before; tests/e2e/test_pginfo.py checks that the installed
+ * extension's statements are recognized. */
+static const struct {
+  const char *digest;
+  sql_known_kind kind;
+} known_digests[] = {
+    {"4168f9d5a607792ff1d5089c6f0c3c5b0827c3693e0551344b36c6c4c30761e4", SQL_KNOWN_TABLE_LOOKUP},
+    {"1cfdfabeed872a99868f24dfb829f1558cedc7d8416ffa6f8d4b805205c74d9a", SQL_KNOWN_TABLE_LOOKUP},
+    {"ff8efdc25809c6954c980048922b536e7776400c1eba1fc78887cb7d25d7137c", SQL_KNOWN_TABLE_LOOKUP},
+    {"ea4283662f46fd656861b83b19d581c9c9a5ff87bd46552e73f433b9b9cc2e71", SQL_KNOWN_EMPTY}, /* enums */
+    {"6d28940bd12a53cc7750d3213b01697699048c85934956b2796755b31aa09ed9", SQL_KNOWN_EMPTY}, /* composites */
 };
 
 typedef struct norm {
   sql_strbuf text;
-  sql_table_lookup found;
+  sql_known_query found;
   bool have_schemas, have_relname;
   bool plain; /* every filter value a plain constant, equal in both arms */
 } norm;
@@ -156,7 +162,7 @@ static bool normalize(const char *stmt, norm *n) {
 
 static void norm_free(norm *n) {
   sql_strbuf_free(&n->text);
-  sql_table_lookup_free(&n->found);
+  sql_known_query_free(&n->found);
 }
 
 static bool digest_of(norm *n, char hex[65]) {
@@ -178,39 +184,47 @@ bool sql_pginfo_digest(const char *stmt, char hex[65]) {
   return ok;
 }
 
-bool sql_pginfo_match(const char *stmt, sql_table_lookup *out) {
+bool sql_pginfo_match(const char *stmt, sql_known_query *out) {
   memset(out, 0, sizeof *out);
   /* the cheap test first: most statements are never scanned again */
-  if (strstr(stmt, "pg_constraint") == NULL || strstr(stmt, "pg_attribute") == NULL)
+  if (strstr(stmt, "pg_enum") == NULL &&
+      (strstr(stmt, "pg_attribute") == NULL ||
+       (strstr(stmt, "pg_constraint") == NULL && strstr(stmt, "typtype") == NULL)))
     return false;
   norm n = {0};
   char hex[65];
-  /* out of memory on the way is no match: the views answer instead */
+  /* out of memory on the way is no match: DuckDB runs the statement */
   if (normalize(stmt, &n) && n.plain && digest_of(&n, hex))
-    for (size_t i = 0; i < sizeof lookup_digests / sizeof lookup_digests[0]; i++)
-      if (strcmp(hex, lookup_digests[i]) == 0) {
-        *out = n.found;
-        memset(&n.found, 0, sizeof n.found);
-        out->hit = true;
+    for (size_t i = 0; i < sizeof known_digests / sizeof known_digests[0]; i++)
+      if (strcmp(hex, known_digests[i].digest) == 0) {
+        if (known_digests[i].kind == SQL_KNOWN_TABLE_LOOKUP) {
+          *out = n.found;
+          memset(&n.found, 0, sizeof n.found);
+        }
+        out->kind = known_digests[i].kind;
         break;
       }
   norm_free(&n);
-  return out->hit;
+  return out->kind != SQL_KNOWN_NONE;
 }
 
-char *sql_pginfo_call(const sql_table_lookup *l) {
+char *sql_pginfo_call(const sql_known_query *q, const char *stmt) {
   sql_strbuf b = {0};
+  if (q->kind == SQL_KNOWN_EMPTY) {
+    sql_strbuf_addf(&b, "SELECT * FROM (%s) AS moraine_known_empty WHERE false", stmt);
+    return sql_strbuf_take(&b);
+  }
   sql_strbuf_add(&b, "SELECT * FROM " SQL_PG_TABLE_INFO_FN "(");
   bool ok = true;
-  for (size_t i = 0; i < l->nschemas; i++) {
-    char *q = sql_quote_literal(l->schemas[i]);
-    ok = ok && q != NULL;
-    sql_strbuf_addf(&b, "%s%s", i ? ", " : "[", q ? q : "''");
-    free(q);
+  for (size_t i = 0; i < q->nschemas; i++) {
+    char *lit = sql_quote_literal(q->schemas[i]);
+    ok = ok && lit != NULL;
+    sql_strbuf_addf(&b, "%s%s", i ? ", " : "[", lit ? lit : "''");
+    free(lit);
   }
-  char *r = l->relname ? sql_quote_literal(l->relname) : NULL;
-  ok = ok && (l->relname == NULL || r != NULL);
-  sql_strbuf_addf(&b, "%s::VARCHAR[], %s)", l->schemas ? "]" : "NULL", r ? r : "NULL");
+  char *r = q->relname ? sql_quote_literal(q->relname) : NULL;
+  ok = ok && (q->relname == NULL || r != NULL);
+  sql_strbuf_addf(&b, "%s::VARCHAR[], %s)", q->schemas ? "]" : "NULL", r ? r : "NULL");
   free(r);
   char *sql = sql_strbuf_take(&b);
   if (!ok) {
@@ -220,7 +234,7 @@ char *sql_pginfo_call(const sql_table_lookup *l) {
   return sql;
 }
 
-void sql_table_lookup_free(sql_table_lookup *l) {
+void sql_known_query_free(sql_known_query *l) {
   for (size_t i = 0; i < l->nschemas; i++)
     free(l->schemas[i]);
   free(l->schemas);

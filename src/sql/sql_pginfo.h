@@ -26,7 +26,16 @@
  * runs over the views as before. The filters' values must be plain string
  * constants, the same in both arms of the UNION.
  *
- * Ownership: a sql_table_lookup owns its strings (sql_table_lookup_free).
+ * Two more statements the extension sends at every ATTACH are known (the
+ * same way, without filters): its enum types (an inner join with pg_enum)
+ * and its composite types (an inner join with pg_type rows of typtype 'c').
+ * Both are empty on moraine by construction: pg_enum is an empty table and
+ * pg_type lists base types only, neither of which a client can change
+ * (sql_pgcatalog.c; test_sql_pginfo pins both). Over the views they still
+ * cost a join over every column of every table; the session answers them
+ * with their columns and no rows.
+ *
+ * Ownership: a sql_known_query owns its strings (sql_known_query_free).
  */
 #ifndef MR_SQL_PGINFO_H
 #define MR_SQL_PGINFO_H
@@ -36,26 +45,36 @@
 
 #include "sql/sql.h"
 
-typedef struct sql_table_lookup {
-  bool hit;       /* the statement is the extension's table lookup */
+typedef enum sql_known_kind {
+  SQL_KNOWN_NONE = 0,
+  SQL_KNOWN_TABLE_LOOKUP, /* the table lookup: answered from the directory */
+  SQL_KNOWN_EMPTY,        /* a statement moraine's pg_catalog makes empty (below) */
+} sql_known_kind;
+
+typedef struct sql_known_query {
+  sql_known_kind kind;
+  /* SQL_KNOWN_TABLE_LOOKUP: */
   char **schemas; /* the nspname IN (...) values; NULL: no such filter, every schema */
   size_t nschemas;
   char *relname; /* the relname = '...' value; NULL: every table of the schemas */
-} sql_table_lookup;
+} sql_known_query;
 
-/* Fills `out` (zeroed first) and returns true when stmt is the lookup;
- * false otherwise, and when memory ran out on the way (the views answer). */
-bool sql_pginfo_match(const char *stmt, sql_table_lookup *out);
+/* Fills `out` (zeroed first) and returns true when stmt is one of the
+ * known statements; false otherwise, and when memory ran out on the way
+ * (DuckDB then runs stmt as it is). */
+bool sql_pginfo_match(const char *stmt, sql_known_query *out);
 
 /* The normalized text's SHA-256 as 64 lower-case hex digits into hex[65]:
  * what sql_pginfo_match compares (tests and the digest table use it).
  * False when stmt does not scan or has no filter slots. */
 bool sql_pginfo_digest(const char *stmt, char hex[65]);
 
-/* The engine's text that answers the lookup: a call of
- * SQL_PG_TABLE_INFO_FN with the values as literals. NULL when out of memory. */
-char *sql_pginfo_call(const sql_table_lookup *l);
+/* The engine's text that answers stmt, known as q: a call of
+ * SQL_PG_TABLE_INFO_FN with the values as literals, or stmt under a
+ * `WHERE false` (the same columns, no rows, no join executed). NULL when
+ * out of memory. */
+char *sql_pginfo_call(const sql_known_query *q, const char *stmt);
 
-void sql_table_lookup_free(sql_table_lookup *l);
+void sql_known_query_free(sql_known_query *l);
 
 #endif /* MR_SQL_PGINFO_H */

@@ -564,7 +564,7 @@ static void plan_free(sql_plan *pl) {
   sql_hist_needs_free(&pl->hist);
   sql_copy_stmt_free(&pl->copy);
   free(pl->dealloc_name);
-  sql_table_lookup_free(&pl->lookup);
+  sql_known_query_free(&pl->known);
 }
 
 /* A COPY's options, read once here so that a cached plan runs without
@@ -685,7 +685,7 @@ mr_status sql_plan_query(const char *query, const sql_plan_env *env, sql_plans *
     if (rc == MR_OK)
       rc = sql_history_analyze(raw->stmt, &pl->hist, err);
     if (rc == MR_OK && raw->stmt->node_case == PG_QUERY__NODE__NODE_SELECT_STMT)
-      sql_pginfo_match(pl->text, &pl->lookup); /* admitted already: only how it runs */
+      sql_pginfo_match(pl->text, &pl->known); /* admitted already: only how it runs */
     for (size_t j = 0; j < p.nctes; j++)
       free(p.ctes[j]);
     free(p.ctes);

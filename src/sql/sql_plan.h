@@ -81,7 +81,7 @@ typedef struct sql_plan {
   sql_hist_needs hist;  /* the catalog history it may read (sql_history.h) */
   sql_copy_stmt copy;   /* SQL_KIND_COPY: its direction, query or target, options */
   char *dealloc_name;   /* SQL_KIND_DEALLOCATE: the statement, NULL for ALL */
-  sql_table_lookup lookup; /* a SELECT that is the postgres extension's table lookup */
+  sql_known_query known; /* a SELECT the session answers in its own way (sql_pginfo.h) */
 } sql_plan;
 
 typedef struct sql_plans {

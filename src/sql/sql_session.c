@@ -779,9 +779,10 @@ static mr_status make_select(sql_session *s, const char *sql, sql_cached_query *
 static mr_status run_select(sql_session *s, const sql_plan *pl, const sql_sink *sink,
                             sql_error *err) {
   sql_cached_query *q;
-  /* the postgres extension's table lookup: from the relation directory */
-  char *call = pl->lookup.hit ? sql_pginfo_call(&pl->lookup) : NULL;
-  if (pl->lookup.hit && call == NULL)
+  /* a statement of the postgres extension's that moraine answers its way */
+  bool known = pl->known.kind != SQL_KNOWN_NONE;
+  char *call = known ? sql_pginfo_call(&pl->known, pl->text) : NULL;
+  if (known && call == NULL)
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   mr_status rc = sql_query_cached(s, SQL_CACHE_SELECT, call ? call : pl->text, make_select, &q, err);
   free(call);

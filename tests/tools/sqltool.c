@@ -3,8 +3,8 @@
  * `moraine-sqltool plan` reads one query string on stdin, plans it as a
  * session would (sql_plan_query), and prints one line per statement:
  * `lookup <schemas|*> <relname|*>` for the postgres extension's table
- * lookup answered from the relation directory (sql_pginfo.h), `other` for
- * anything else. The end-to-end tests hand it what a real client sent.
+ * lookup answered from the relation directory, `empty` for a statement
+ * answered with no rows (sql_pginfo.h), `other` for anything else. The end-to-end tests hand it what a real client sent.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +32,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   for (size_t i = 0; i < plans.n; i++) {
-    const sql_table_lookup *l = &plans.v[i].lookup;
-    if (!l->hit) {
-      printf("other\n");
+    const sql_known_query *l = &plans.v[i].known;
+    if (l->kind != SQL_KNOWN_TABLE_LOOKUP) {
+      printf("%s\n", l->kind == SQL_KNOWN_EMPTY ? "empty" : "other");
       continue;
     }
     printf("lookup ");

@@ -82,10 +82,10 @@ static void digests_see_everything_else(void **state) {
 
 static void a_statement_of_another_form_is_not_the_lookup(void **state) {
   (void)state;
-  sql_table_lookup l;
+  sql_known_query l;
   assert_false(sql_pginfo_match(FORM("AND pg_namespace.nspname IN ('public') AND relname='t'"),
                                 &l));
-  assert_false(l.hit);
+  assert_int_equal(l.kind, SQL_KNOWN_NONE);
   assert_null(l.schemas);
   assert_false(sql_pginfo_match("SELECT 1", &l));
   assert_false(sql_pginfo_match("SELECT 'pg_constraint', 'pg_attribute' FROM", &l));
@@ -94,14 +94,23 @@ static void a_statement_of_another_form_is_not_the_lookup(void **state) {
 static void the_answer_quotes_its_values(void **state) {
   (void)state;
   char *schemas[] = {"pub'lic", "b"};
-  sql_table_lookup one = {true, schemas, 2, "it's"};
-  char *sql = sql_pginfo_call(&one);
+  sql_known_query one = {SQL_KNOWN_TABLE_LOOKUP, schemas, 2, "it's"};
+  char *sql = sql_pginfo_call(&one, "unused");
   assert_string_equal(sql, "SELECT * FROM " SQL_PG_TABLE_INFO_FN
                            "(['pub''lic', 'b']::VARCHAR[], 'it''s')");
   free(sql);
-  sql_table_lookup all = {true, NULL, 0, NULL};
-  sql = sql_pginfo_call(&all);
+  sql_known_query all = {SQL_KNOWN_TABLE_LOOKUP, NULL, 0, NULL};
+  sql = sql_pginfo_call(&all, "unused");
   assert_string_equal(sql, "SELECT * FROM " SQL_PG_TABLE_INFO_FN "(NULL::VARCHAR[], NULL)");
+  free(sql);
+}
+
+static void an_empty_answer_keeps_the_statements_columns(void **state) {
+  (void)state;
+  sql_known_query q = {SQL_KNOWN_EMPTY, NULL, 0, NULL};
+  char *sql = sql_pginfo_call(&q, "SELECT oid FROM pg_enum ORDER BY oid");
+  assert_string_equal(sql, "SELECT * FROM (SELECT oid FROM pg_enum ORDER BY oid) AS "
+                           "moraine_known_empty WHERE false");
   free(sql);
 }
 
@@ -183,8 +192,8 @@ static size_t check(sql_engine *e, const char *filter, char **schemas, size_t ns
                     char *relname) {
   char views[4096], *call;
   snprintf(views, sizeof views, VIEWS_LOOKUP, filter, filter);
-  sql_table_lookup l = {true, schemas, nschemas, relname};
-  assert_non_null(call = sql_pginfo_call(&l));
+  sql_known_query l = {SQL_KNOWN_TABLE_LOOKUP, schemas, nschemas, relname};
+  assert_non_null(call = sql_pginfo_call(&l, NULL));
   char *want = rows_of(e, views), *got = rows_of(e, call);
   assert_string_equal(got, want);
   size_t rows = 0;
@@ -239,14 +248,25 @@ static void keys_agree_with_the_engine(void **state) {
   free(want);
 }
 
+/* What SQL_KNOWN_EMPTY rests on: no enum and no composite type exists. */
+static void enums_and_composite_types_are_empty(void **state) {
+  sql_engine *e = *state;
+  char *got = rows_of(e, "SELECT (SELECT count(*) FROM " CAT("pg_enum") "), (SELECT count(*) "
+                         "FROM " CAT("pg_type") " WHERE typtype <> 'b')");
+  assert_string_equal(got, "T 5,5\nD 0,0");
+  free(got);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(digests_ignore_filter_values_and_layout),
       cmocka_unit_test(digests_see_everything_else),
       cmocka_unit_test(a_statement_of_another_form_is_not_the_lookup),
       cmocka_unit_test(the_answer_quotes_its_values),
+      cmocka_unit_test(an_empty_answer_keeps_the_statements_columns),
       cmocka_unit_test_setup_teardown(the_directory_answers_as_the_views_do, setup, teardown),
       cmocka_unit_test_setup_teardown(keys_agree_with_the_engine, setup, teardown),
+      cmocka_unit_test_setup_teardown(enums_and_composite_types_are_empty, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
