@@ -712,7 +712,7 @@ typedef struct scan_bind {
 
 typedef struct scan_state {
   relset *set;
-  size_t rel, col; /* the next row: set->v[rel], its column (or key) col */
+  size_t rel, col; /* the next row: set->v[rel], its column (or key) col (scan_next) */
 } scan_state;
 
 static void scan_state_free(void *p) {
@@ -799,29 +799,38 @@ static void class_scan(duckdb_function_info info, duckdb_data_chunk out) {
   duckdb_data_chunk_set_size(out, n);
 }
 
+static size_t cols_of(const rel *r) { return r->ncols; }
+static size_t keys_of(const rel *r) { return r->nkeys; }
+
+/* Steps st to its next (rel, item) pair, where a rel has n_of(rel) items
+ * (columns or keys); false past the last. */
+static bool scan_next(scan_state *st, size_t (*n_of)(const rel *), const rel **r, size_t *item) {
+  for (; st->rel < st->set->n; st->rel++, st->col = 0)
+    if (st->col < n_of(st->set->v[st->rel])) {
+      *r = st->set->v[st->rel];
+      *item = st->col++;
+      return true;
+    }
+  return false;
+}
+
 static void attribute_scan(duckdb_function_info info, duckdb_data_chunk out) {
   scan_state *st = duckdb_function_get_init_data(info);
   idx_t cap = duckdb_vector_size(), n = 0;
   duckdb_vector v[7];
   for (idx_t k = 0; k < 7; k++)
     v[k] = duckdb_data_chunk_get_vector(out, k);
-  while (n < cap && st->rel < st->set->n) {
-    const rel *r = st->set->v[st->rel];
-    if (st->col >= r->ncols) {
-      st->rel++;
-      st->col = 0;
-      continue;
-    }
-    const rel_col *c = &r->cols[st->col];
+  const rel *r;
+  size_t i;
+  for (; n < cap && scan_next(st, cols_of, &r, &i); n++) {
+    const rel_col *c = &r->cols[i];
     ((int64_t *)duckdb_vector_get_data(v[0]))[n] = r->oid;
     duckdb_vector_assign_string_element(v[1], n, c->name);
     ((int64_t *)duckdb_vector_get_data(v[2]))[n] = c->typid;
-    ((int16_t *)duckdb_vector_get_data(v[3]))[n] = (int16_t)(st->col + 1);
+    ((int16_t *)duckdb_vector_get_data(v[3]))[n] = (int16_t)(i + 1);
     ((int32_t *)duckdb_vector_get_data(v[4]))[n] = c->typmod;
     ((bool *)duckdb_vector_get_data(v[5]))[n] = c->notnull;
     ((bool *)duckdb_vector_get_data(v[6]))[n] = c->hasdef;
-    st->col++;
-    n++;
   }
   duckdb_data_chunk_set_size(out, n);
 }
@@ -842,22 +851,16 @@ static void constraint_scan(duckdb_function_info info, duckdb_data_chunk out) {
   duckdb_vector v[6];
   for (idx_t k = 0; k < 6; k++)
     v[k] = duckdb_data_chunk_get_vector(out, k);
-  while (n < cap && st->rel < st->set->n) {
-    const rel *r = st->set->v[st->rel];
-    if (st->col >= r->nkeys) { /* col: the next key of r */
-      st->rel++;
-      st->col = 0;
-      continue;
-    }
-    const rel_key *k = &r->keys[st->col];
-    ((int64_t *)duckdb_vector_get_data(v[0]))[n] = key_oid(r, st->col);
+  const rel *r;
+  size_t i;
+  for (; n < cap && scan_next(st, keys_of, &r, &i); n++) {
+    const rel_key *k = &r->keys[i];
+    ((int64_t *)duckdb_vector_get_data(v[0]))[n] = key_oid(r, i);
     duckdb_vector_assign_string_element(v[1], n, k->name);
     ((int64_t *)duckdb_vector_get_data(v[2]))[n] = r->nspoid;
     duckdb_vector_assign_string_element_len(v[3], n, &k->type, 1);
     ((int64_t *)duckdb_vector_get_data(v[4]))[n] = r->oid;
     duckdb_vector_assign_string_element(v[5], n, k->conkey);
-    st->col++;
-    n++;
   }
   duckdb_data_chunk_set_size(out, n);
 }
