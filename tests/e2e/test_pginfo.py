@@ -168,3 +168,13 @@ def test_the_extensions_lookups_are_answered_from_the_directory(server, tmp_path
             [sorted(rows, key=repr) for _, rows in want], st
         rows = sum(len(r) for _, r in got)
         assert rows == 0 if p == "empty" or "inlined_delete" in p else rows > 0, st
+
+    # a hostile table name in the client's own copy of the lookup: the value
+    # reaches the engine only as a quoted literal, and finds nothing
+    one = next(st for st, p in known.items() if p == "lookup public ducklake_snapshot")
+    hostile = one.replace("'ducklake_snapshot'", "'x'');DROP TABLE ducklake_snapshot;--'")
+    assert planned(hostile) == ["lookup public x');DROP TABLE ducklake_snapshot;--"]
+    got = results(direct, hostile)
+    assert got == results(direct, f"SELECT * FROM ({hostile}) AS through_the_views")
+    assert sum(len(r) for _, r in got) == 0
+    assert sum(len(r) for _, r in results(direct, one)) > 0  # ducklake_snapshot is still there
