@@ -164,9 +164,18 @@ const catalog_table *catalog_table_find(const char *name);
 mr_status catalog_set_field(ProtobufCMessage *m, const ProtobufCFieldDescriptor *f,
                             const char *duck_type, const sql_value *v, mr_error *err) MR_MUST_CHECK;
 
-/* The inverse: the cell text of field f (malloc'd into *out, NULL = SQL NULL). */
+/* The inverse: the cell of field f, without copying. text points into m
+ * (string and bytes fields) or into buf (numbers, timestamps, UUIDs), so it
+ * lives as long as both; it is NUL-terminated only in buf or for a string
+ * field. An integer field (not a timestamp) also gives its value. */
+typedef struct catalog_cell {
+  const char *text; /* NULL: SQL NULL (the field is absent) */
+  size_t len;
+  bool has_int;
+  int64_t int_value;
+  char buf[160];
+} catalog_cell;
 mr_status catalog_get_field(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f,
-                            const char *duck_type, char **out, size_t *len,
-                            mr_error *err) MR_MUST_CHECK;
+                            const char *duck_type, catalog_cell *out, mr_error *err) MR_MUST_CHECK;
 
 #endif /* MR_CATALOG_H */

@@ -22,15 +22,26 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/mr_format.h"
 #include "base/mr_grow.h"
 
-enum { DDL_BATCH = 256, PROGRESS_MS = 2000, CHUNK_ROWS = 65536 };
+enum { DDL_BATCH = 256, PROGRESS_MS = 2000, CHUNK_ROWS = 65536, TEXT_BLOCK = 256 * 1024 };
+
+/* Cell text lives in blocks owned by its rowbuf, freed together when the
+ * rows have gone to the engine: a million files are millions of cells, and
+ * a malloc and free each cost more than the rest of their way. */
+typedef struct text_block {
+  struct text_block *next;
+  size_t used, cap;
+  char data[];
+} text_block;
 
 typedef struct rowbuf {
   char *table;
   size_t ncols;
-  sql_value *vals; /* row-major; data malloc'd */
+  sql_value *vals; /* row-major; data in text */
   size_t nrows, cap;
+  text_block *text;
 } rowbuf;
 
 typedef struct load_ctx {
@@ -109,25 +120,53 @@ static sql_value *row_add(load_ctx *l, rowbuf *b, mr_error *err) {
   }
   sql_value *r = &b->vals[b->nrows++ * b->ncols];
   for (size_t i = 0; i < b->ncols; i++)
-    r[i] = (sql_value){NULL, 0, true};
+    r[i] = SQL_VALUE_NULL;
   return r;
 }
 
-static mr_status set_text(sql_value *v, const char *s, size_t n, mr_error *err) {
-  char *c = malloc(n + 1);
-  if (c == NULL)
-    return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+static void text_free(rowbuf *b) {
+  while (b->text) {
+    text_block *next = b->text->next;
+    free(b->text);
+    b->text = next;
+  }
+}
+
+/* A copy of s[0..n) in b's text blocks, NUL-terminated as sql_value asks. */
+static mr_status set_text(rowbuf *b, sql_value *v, const char *s, size_t n, mr_error *err) {
+  text_block *t = b->text;
+  if (t == NULL || t->cap - t->used < n + 1) {
+    size_t cap = n + 1 > TEXT_BLOCK ? n + 1 : TEXT_BLOCK;
+    text_block *nt = malloc(sizeof *nt + cap);
+    if (nt == NULL)
+      return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+    nt->used = 0;
+    nt->cap = cap;
+    /* a cell larger than a block gets its own, behind the current one */
+    if (t != NULL && cap > TEXT_BLOCK) {
+      nt->next = t->next;
+      t->next = nt;
+    } else {
+      nt->next = t;
+      b->text = nt;
+    }
+    t = nt;
+  }
+  char *c = t->data + t->used;
+  t->used += n + 1;
   if (n)
     memcpy(c, s, n);
   c[n] = '\0';
-  *v = (sql_value){c, n, false};
+  *v = (sql_value){c, n, false, false, 0};
   return MR_OK;
 }
 
-static mr_status set_i64(sql_value *v, int64_t x, mr_error *err) {
-  char buf[32];
-  int n = snprintf(buf, sizeof buf, "%lld", (long long)x);
-  return set_text(v, buf, (size_t)n, err);
+static mr_status set_i64(rowbuf *b, sql_value *v, int64_t x, mr_error *err) {
+  char buf[24];
+  mr_status rc = set_text(b, v, buf, mr_format_i64(x, buf), err);
+  v->has_int = true;
+  v->int_value = x;
+  return rc;
 }
 
 /* One row of tb from msg; columns msg lacks come from parent (children's
@@ -145,24 +184,25 @@ static mr_status emit(load_ctx *l, const catalog_table *tb, const ProtobufCMessa
     const catalog_column *col = &tb->cols[i];
     mr_status rc = MR_OK;
     if (col->field) {
-      char *s;
-      size_t n;
-      rc = catalog_get_field(msg, col->field, col->type, &s, &n, err);
-      if (!rc && s)
-        r[i] = (sql_value){s, n, false};
+      catalog_cell cell;
+      rc = catalog_get_field(msg, col->field, col->type, &cell, err);
+      if (!rc && cell.text)
+        rc = set_text(b, &r[i], cell.text, cell.len, err);
+      r[i].has_int = cell.has_int;
+      r[i].int_value = cell.int_value;
     } else if (tb->role == CAT_OPTION && parent) {
       int64_t kind = 0, sid = 0;
       cat_msg_i64(parent, "scope_kind", &kind);
       cat_msg_i64(parent, "scope_id", &sid);
       if (strcmp(col->name, "scope") == 0 && kind != MR_SCOPE_GLOBAL)
-        rc = set_text(&r[i], kind == MR_SCOPE_SCHEMA ? "schema" : "table",
+        rc = set_text(b, &r[i], kind == MR_SCOPE_SCHEMA ? "schema" : "table",
                       kind == MR_SCOPE_SCHEMA ? 6 : 5, err);
       else if (strcmp(col->name, "scope_id") == 0 && kind != MR_SCOPE_GLOBAL)
-        rc = set_i64(&r[i], sid, err);
+        rc = set_i64(b, &r[i], sid, err);
     } else if (parent) {
       int64_t v;
       if (cat_msg_i64(parent, col->name, &v))
-        rc = set_i64(&r[i], v, err);
+        rc = set_i64(b, &r[i], v, err);
     }
     if (rc)
       return rc;
@@ -350,14 +390,14 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
     if (b->ncols != 3 + r->n_cell)
       return mr_fail(err, MR_ERR_CORRUPTION, "catalog load: %s rows disagree on width", name);
     l->total++;
-    rc = set_i64(&v[0], r->row_id, err);
+    rc = set_i64(b, &v[0], r->row_id, err);
     if (!rc)
-      rc = set_i64(&v[1], r->begin_snapshot, err);
+      rc = set_i64(b, &v[1], r->begin_snapshot, err);
     if (!rc && r->has_end_snapshot)
-      rc = set_i64(&v[2], r->end_snapshot, err);
+      rc = set_i64(b, &v[2], r->end_snapshot, err);
     for (size_t i = 0; !rc && i < r->n_cell; i++)
       if (!r->cell[i]->is_null)
-        rc = set_text(&v[3 + i], (const char *)r->cell[i]->value.data, r->cell[i]->value.len, err);
+        rc = set_text(b, &v[3 + i], (const char *)r->cell[i]->value.data, r->cell[i]->value.len, err);
     return rc;
   }
   case MR_KK_INLINE_DELETE_TABLE: {
@@ -382,11 +422,11 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
     if (v == NULL)
       return err->code;
     l->total++;
-    rc = set_i64(&v[0], r->file_id, err);
+    rc = set_i64(b, &v[0], r->file_id, err);
     if (!rc)
-      rc = set_i64(&v[1], r->row_id, err);
+      rc = set_i64(b, &v[1], r->row_id, err);
     if (!rc)
-      rc = set_i64(&v[2], r->begin_snapshot, err);
+      rc = set_i64(b, &v[2], r->begin_snapshot, err);
     return rc;
   }
   default:
@@ -425,8 +465,7 @@ static void bufs_free(load_ctx *l) {
   free(l->names);
   for (size_t i = 0; i < l->nbufs; i++) {
     rowbuf *b = &l->bufs[i];
-    for (size_t j = 0; j < b->nrows * b->ncols; j++)
-      free((char *)b->vals[j].data);
+    text_free(b);
     free(b->vals);
     free(b->table);
   }
@@ -452,8 +491,7 @@ static mr_status buf_flush(load_ctx *l, rowbuf *b, mr_error *err) {
                            b->vals, &se))
     rc = mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog load: %s: %s", b->table,
                  se.base.msg);
-  for (size_t j = 0; j < b->nrows * b->ncols; j++)
-    free((char *)b->vals[j].data);
+  text_free(b);
   b->nrows = 0;
   return rc;
 }

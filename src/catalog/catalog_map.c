@@ -815,12 +815,14 @@ mr_status catalog_set_field(ProtobufCMessage *m, const ProtobufCFieldDescriptor 
 }
 
 mr_status catalog_get_field(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f,
-                            const char *duck_type, char **out, size_t *len, mr_error *err) {
-  *out = NULL;
-  *len = 0;
+                            const char *duck_type, catalog_cell *out, mr_error *err) {
+  out->text = NULL;
+  out->len = 0;
+  out->has_int = false;
+  out->int_value = 0;
   if (!field_present(m, f))
     return MR_OK;
-  char buf[160];
+  char *buf = out->buf;
   const void *src = at(m, f->offset);
   const char *text = buf;
   size_t n = 0;
@@ -828,20 +830,31 @@ mr_status catalog_get_field(const ProtobufCMessage *m, const ProtobufCFieldDescr
   case PROTOBUF_C_TYPE_INT64:
   case PROTOBUF_C_TYPE_SINT64:
   case PROTOBUF_C_TYPE_SFIXED64:
-    if (is_timestamptz(duck_type))
-      format_timestamptz(*(const int64_t *)src, buf, sizeof buf);
-    else
-      mr_format_i64(*(const int64_t *)src, buf);
+    if (is_timestamptz(duck_type)) {
+      format_timestamptz(*(const int64_t *)src, buf, sizeof out->buf);
+    } else {
+      out->int_value = *(const int64_t *)src;
+      out->has_int = true;
+      mr_format_i64(out->int_value, buf);
+    }
     break;
   case PROTOBUF_C_TYPE_UINT64:
   case PROTOBUF_C_TYPE_FIXED64:
     mr_format_u64(*(const uint64_t *)src, buf);
+    if (*(const uint64_t *)src <= (uint64_t)INT64_MAX) {
+      out->int_value = (int64_t) * (const uint64_t *)src;
+      out->has_int = true;
+    }
     break;
   case PROTOBUF_C_TYPE_UINT32:
+    out->int_value = *(const uint32_t *)src;
+    out->has_int = true;
     mr_format_u64(*(const uint32_t *)src, buf);
     break;
   case PROTOBUF_C_TYPE_ENUM:
   case PROTOBUF_C_TYPE_INT32:
+    out->int_value = *(const int32_t *)src;
+    out->has_int = true;
     mr_format_i64(*(const int32_t *)src, buf);
     break;
   case PROTOBUF_C_TYPE_BOOL:
@@ -849,7 +862,7 @@ mr_status catalog_get_field(const ProtobufCMessage *m, const ProtobufCFieldDescr
     n = strlen(text);
     break;
   case PROTOBUF_C_TYPE_DOUBLE:
-    snprintf(buf, sizeof buf, "%.17g", *(const double *)src);
+    snprintf(buf, sizeof out->buf, "%.17g", *(const double *)src);
     break;
   case PROTOBUF_C_TYPE_STRING:
     text = *(char *const *)src;
@@ -859,7 +872,7 @@ mr_status catalog_get_field(const ProtobufCMessage *m, const ProtobufCFieldDescr
     const ProtobufCBinaryData *b = src;
     if (is_uuid(duck_type) && b->len == 16) {
       const uint8_t *u = b->data;
-      snprintf(buf, sizeof buf,
+      snprintf(buf, sizeof out->buf,
                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
                u[15]);
@@ -876,12 +889,7 @@ mr_status catalog_get_field(const ProtobufCMessage *m, const ProtobufCFieldDescr
   }
   if (text == buf)
     n = strlen(buf);
-  char *c = malloc(n + 1);
-  if (c == NULL)
-    return mr_fail(err, MR_ERR_NOMEM, "catalog: out of memory");
-  memcpy(c, text, n);
-  c[n] = '\0';
-  *out = c;
-  *len = n;
+  out->text = text;
+  out->len = n;
   return MR_OK;
 }

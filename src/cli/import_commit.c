@@ -275,7 +275,7 @@ static mr_status rows_batch(importer *im, commit_build *cb, stable *s, sql_chang
   for (size_t i = 0; i < nr; i++) {
     memcpy(&v[i * nc], &s->rows.values[order[from + i] * nc], nc * sizeof *v);
     if (op == SQL_CHANGE_INSERT && s->iend >= 0)
-      v[i * nc + (size_t)s->iend] = (sql_value){NULL, 0, true};
+      v[i * nc + (size_t)s->iend] = SQL_VALUE_NULL;
   }
   b->op = op;
   b->table = s->name;

@@ -86,7 +86,16 @@ typedef struct sql_value {
   const char *data;
   size_t len;
   bool is_null;
+  /* A pre-load cell may also carry the integer its text spells (the store
+   * kept it as one): the load appends it to an integer column without
+   * parsing the text. Elsewhere false. */
+  bool has_int;
+  int64_t int_value;
 } sql_value;
+
+/* A text cell (data[0..len), NUL-terminated one past len) and SQL NULL. */
+#define SQL_VALUE_TEXT(data_, len_) ((sql_value){.data = (data_), .len = (len_)})
+#define SQL_VALUE_NULL ((sql_value){.is_null = true})
 
 typedef enum sql_change_op {
   SQL_CHANGE_DDL = 0, /* batch holds `sql`, no rows */

@@ -367,12 +367,36 @@ typedef union parsed {
   bool b;
 } parsed;
 
+/* The value of a digit string (an optional '-' already cut) of at most 18
+ * digits, where no overflow is possible; longer ones go to strtoull. */
+static bool digits_value(const char *s, size_t n, uint64_t *out) {
+  if (n == 0 || n >= 24)
+    return false;
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return false;
+    x = x * 10 + (uint64_t)(s[i] - '0');
+  }
+  if (n > 18) {
+    char buf[24], *end = NULL;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    errno = 0;
+    x = strtoull(buf, &end, 10);
+    if (errno || *end)
+      return false;
+  }
+  *out = x;
+  return true;
+}
+
 /* Parses v as col's canonical text; false: not canonical (the staged path
  * decides). Only what DuckDB's cast prints is taken: an optional '-' and
  * digits for integers (no spaces, '+', or other forms the cast would also
- * read), "true" / "false". */
+ * read), "true" / "false". A cell that carries its integer (has_int) is
+ * taken as that integer, range-checked the same way. */
 static bool parse_direct(const fill_col *col, const sql_value *v, parsed *out) {
-  char buf[24];
   if (col->kind == FILL_BOOL) {
     if (v->len == 4 && memcmp(v->data, "true", 4) == 0)
       out->b = true;
@@ -382,29 +406,33 @@ static bool parse_direct(const fill_col *col, const sql_value *v, parsed *out) {
       return false;
     return true;
   }
-  if (v->len == 0 || v->len >= sizeof buf)
-    return false;
-  memcpy(buf, v->data, v->len);
-  buf[v->len] = '\0';
-  bool neg = buf[0] == '-';
-  for (size_t i = neg ? 1 : 0; i < v->len; i++)
-    if (buf[i] < '0' || buf[i] > '9')
+  if (v->has_int) {
+    if (col->kind == FILL_SIGNED) {
+      if (v->int_value < col->min || v->int_value > col->max)
+        return false;
+      out->i = v->int_value;
+      return true;
+    }
+    if (v->int_value < 0 || (uint64_t)v->int_value > col->umax)
       return false;
-  if (v->len == (neg ? 1u : 0u))
-    return false;
-  char *end = NULL;
-  errno = 0;
-  if (col->kind == FILL_SIGNED) {
-    long long x = strtoll(buf, &end, 10);
-    if (errno || *end || x < col->min || x > col->max)
-      return false;
-    out->i = x;
+    out->u = (uint64_t)v->int_value;
     return true;
   }
-  if (neg)
+  bool neg = v->len > 0 && v->data[0] == '-';
+  uint64_t x;
+  if (!digits_value(v->data + neg, v->len - neg, &x))
     return false;
-  unsigned long long x = strtoull(buf, &end, 10);
-  if (errno || *end || x > col->umax)
+  if (col->kind == FILL_SIGNED) {
+    /* INT64_MIN's magnitude is one more than INT64_MAX */
+    if (neg ? x > (uint64_t)INT64_MAX + 1 : x > (uint64_t)INT64_MAX)
+      return false;
+    int64_t i = neg ? (int64_t)(0 - x) : (int64_t)x;
+    if (i < col->min || i > col->max)
+      return false;
+    out->i = i;
+    return true;
+  }
+  if (neg || x > col->umax)
     return false;
   out->u = x;
   return true;

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -83,19 +84,24 @@ static void roundtrip(const char *table, const char *col, const char *in, const 
   assert_non_null(c);
   ProtobufCMessage *m = cat_msg_new(t->msg);
   mr_error err;
-  sql_value v = {in, in ? strlen(in) : 0, in == NULL};
+  sql_value v = in ? SQL_VALUE_TEXT(in, strlen(in)) : SQL_VALUE_NULL;
   assert_int_equal(catalog_set_field(m, c->field, c->type, &v, &err), MR_OK);
-  char *out;
-  size_t len;
-  assert_int_equal(catalog_get_field(m, c->field, c->type, &out, &len, &err), MR_OK);
+  catalog_cell out;
+  assert_int_equal(catalog_get_field(m, c->field, c->type, &out, &err), MR_OK);
   if (want == NULL) {
-    assert_null(out);
+    assert_null(out.text);
+    assert_false(out.has_int);
   } else {
-    assert_non_null(out);
-    assert_string_equal(out, want);
-    assert_int_equal(len, strlen(want));
+    assert_non_null(out.text);
+    assert_int_equal(out.len, strlen(want));
+    assert_memory_equal(out.text, want, out.len);
+    /* an integer cell carries the value its text spells */
+    if (out.has_int) {
+      char spelled[24];
+      snprintf(spelled, sizeof spelled, "%lld", (long long)out.int_value);
+      assert_string_equal(spelled, want);
+    }
   }
-  free(out);
   protobuf_c_message_free_unpacked(m, NULL);
 }
 
@@ -126,7 +132,7 @@ static void test_bad_text_and_required_null(void **state) {
   const catalog_table *t = catalog_table_find("ducklake_column");
   ProtobufCMessage *m = cat_msg_new(t->msg);
   mr_error err;
-  sql_value bad = {"12x", 3, false}, null = {NULL, 0, true};
+  sql_value bad = SQL_VALUE_TEXT("12x", 3), null = SQL_VALUE_NULL;
   assert_int_equal(catalog_set_field(m, col_of(t, "column_order")->field, "BIGINT", &bad, &err),
                    MR_ERR_INVALID);
   assert_int_equal(catalog_set_field(m, col_of(t, "begin_snapshot")->field, "BIGINT", &null, &err),

@@ -66,10 +66,10 @@ static void make(batch *bt, sql_change_op op, const char *vtype, size_t n,
   assert_true(n <= 8);
   for (size_t r = 0; r < n; r++) {
     sql_value *row = &bt->cells[4 * r];
-    row[0] = (sql_value){"0", 1, false};
-    row[1] = (sql_value){"1", 1, false};
-    row[2] = (sql_value){NULL, 0, true};
-    row[3] = vals[r] ? (sql_value){vals[r], strlen(vals[r]), false} : (sql_value){NULL, 0, true};
+    row[0] = SQL_VALUE_TEXT("0", 1);
+    row[1] = SQL_VALUE_TEXT("1", 1);
+    row[2] = SQL_VALUE_NULL;
+    row[3] = vals[r] ? SQL_VALUE_TEXT(vals[r], strlen(vals[r])) : SQL_VALUE_NULL;
   }
   bt->b = (sql_change_batch){op,        NULL, "public", "ducklake_inlined_data_1_1", 4, NAMES,
                              bt->types, n,    bt->cells};

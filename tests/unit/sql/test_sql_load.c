@@ -227,12 +227,12 @@ static void test_every_type_round_trips(void **state) {
     assert_non_null(ids);
     for (size_t i = 0; i <= n; i++) {
       snprintf(ids[i], sizeof ids[i], "%zu", i);
-      rows[2 * i] = (sql_value){ids[i], strlen(ids[i]), false};
+      rows[2 * i] = SQL_VALUE_TEXT(ids[i], strlen(ids[i]));
       if (i < n) {
         const tval *v = &c->vals[i];
-        rows[2 * i + 1] = (sql_value){v->text, v->len ? v->len : strlen(v->text), false};
+        rows[2 * i + 1] = SQL_VALUE_TEXT(v->text, v->len ? v->len : strlen(v->text));
       } else {
-        rows[2 * i + 1] = (sql_value){NULL, 0, true};
+        rows[2 * i + 1] = SQL_VALUE_NULL;
       }
     }
     sql_error err;
@@ -264,7 +264,7 @@ static void test_refused_value_names_the_column(void **state) {
   sql_engine *e = *state;
   exec_ok(e, "CREATE TABLE public.bad(id INTEGER, iv INTERVAL)");
   sql_value rows[] = {
-      {"1", 1, false}, {"1 day", 5, false}, {"2", 1, false}, {"not an interval", 15, false}};
+      SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("1 day", 5), SQL_VALUE_TEXT("2", 1), SQL_VALUE_TEXT("not an interval", 15)};
   sql_error err;
   assert_int_not_equal(sql_engine_load_rows(e, "public", "bad", 2, 2, rows, &err), MR_OK);
   assert_string_equal(err.sqlstate, "22P02");
@@ -284,25 +284,68 @@ static void test_refused_value_names_the_column(void **state) {
 static void test_direct_columns_take_what_the_cast_takes(void **state) {
   sql_engine *e = *state;
   exec_ok(e, "CREATE TABLE public.direct(a BIGINT, b BOOLEAN, c UTINYINT)");
-  sql_value rows[] = {{"+7", 2, false}, {"T", 1, false},     {"7", 1, false},
-                      {"8", 1, false},  {"false", 5, false}, {"255", 3, false}};
+  sql_value rows[] = {SQL_VALUE_TEXT("+7", 2), SQL_VALUE_TEXT("T", 1),     SQL_VALUE_TEXT("7", 1),
+                      SQL_VALUE_TEXT("8", 1),  SQL_VALUE_TEXT("false", 5), SQL_VALUE_TEXT("255", 3)};
   sql_error err;
   if (sql_engine_load_rows(e, "public", "direct", 3, 2, rows, &err) != MR_OK)
     fail_msg("%s", err.base.msg);
   exec_ok(e, "SELECT error('direct rows') FROM (SELECT count(*) AS n, "
              "count(*) FILTER (WHERE (a = 7 AND b AND c = 7) OR (a = 8 AND NOT b AND c = 255)) "
              "AS good FROM public.direct) WHERE n <> 2 OR good <> 2");
-  sql_value over[] = {{"9", 1, false}, {"true", 4, false}, {"256", 3, false}};
+  sql_value over[] = {SQL_VALUE_TEXT("9", 1), SQL_VALUE_TEXT("true", 4), SQL_VALUE_TEXT("256", 3)};
   assert_int_not_equal(sql_engine_load_rows(e, "public", "direct", 3, 1, over, &err), MR_OK);
   assert_non_null(strstr(err.base.msg, "c (UTINYINT)"));
   assert_non_null(strstr(err.base.msg, "256"));
   exec_ok(e, "SELECT error('rows: ' || count(*)) FROM public.direct HAVING count(*) <> 2");
 }
 
+/* An integer column's edges through the direct parse: the extremes load
+ * exactly, one past them is refused through the cast (naming the column);
+ * a cell that carries its integer (a store load's) loads that integer and
+ * is range-checked like text. */
+static sql_value int_cell(const char *text, int64_t v) {
+  sql_value c = SQL_VALUE_TEXT(text, strlen(text));
+  c.has_int = true;
+  c.int_value = v;
+  return c;
+}
+
+static void test_integer_edges_and_carried_integers(void **state) {
+  sql_engine *e = *state;
+  exec_ok(e, "CREATE TABLE public.edges(a BIGINT, b INTEGER, c UINTEGER)");
+  sql_value rows[] = {
+      SQL_VALUE_TEXT("-9223372036854775808", 20), SQL_VALUE_TEXT("-2147483648", 11),
+      SQL_VALUE_TEXT("4294967295", 10),           SQL_VALUE_TEXT("9223372036854775807", 19),
+      SQL_VALUE_TEXT("2147483647", 10),           SQL_VALUE_TEXT("0000000000000000000042", 22),
+      int_cell("-5", -5),                         int_cell("-6", -6),
+      int_cell("7", 7)};
+  sql_error err;
+  if (sql_engine_load_rows(e, "public", "edges", 3, 3, rows, &err) != MR_OK)
+    fail_msg("%s", err.base.msg);
+  exec_ok(e, "SELECT error('edge rows') FROM (SELECT count(*) AS n, count(*) FILTER (WHERE "
+             "(a = -9223372036854775808 AND b = -2147483648 AND c = 4294967295) OR "
+             "(a = 9223372036854775807 AND b = 2147483647 AND c = 42) OR "
+             "(a = -5 AND b = -6 AND c = 7)) AS good FROM public.edges) WHERE n <> 3 OR good <> 3");
+  sql_value past[][3] = {
+      {SQL_VALUE_TEXT("9223372036854775808", 19), SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("1", 1)},
+      {SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("-2147483649", 11), SQL_VALUE_TEXT("1", 1)},
+      {SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("-1", 2)},
+      {SQL_VALUE_TEXT("1", 1), int_cell("4294967296", 4294967296LL), SQL_VALUE_TEXT("1", 1)},
+      {SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("1", 1), int_cell("-1", -1)}};
+  const char *culprit[] = {"a (BIGINT)", "b (INTEGER)", "c (UINTEGER)", "b (INTEGER)",
+                           "c (UINTEGER)"};
+  for (size_t i = 0; i < sizeof past / sizeof past[0]; i++) {
+    assert_int_not_equal(sql_engine_load_rows(e, "public", "edges", 3, 1, past[i], &err), MR_OK);
+    if (strstr(err.base.msg, culprit[i]) == NULL)
+      fail_msg("row %zu: %s", i, err.base.msg);
+  }
+  exec_ok(e, "SELECT error('rows: ' || count(*)) FROM public.edges HAVING count(*) <> 3");
+}
+
 static void test_wrong_width_and_missing_table(void **state) {
   sql_engine *e = *state;
   exec_ok(e, "CREATE TABLE public.w(a BIGINT, b VARCHAR)");
-  sql_value rows[] = {{"1", 1, false}};
+  sql_value rows[] = {SQL_VALUE_TEXT("1", 1)};
   sql_error err;
   assert_int_not_equal(sql_engine_load_rows(e, "public", "w", 1, 1, rows, &err), MR_OK);
   assert_string_equal(err.sqlstate, "22023");
@@ -321,9 +364,9 @@ static void test_many_rows_in_one_call(void **state) {
   for (size_t i = 0; i < N; i++) {
     snprintf(txt[i][0], sizeof txt[i][0], "%zu", i);
     snprintf(txt[i][1], sizeof txt[i][1], "%zu.%02zu", i, i % 100);
-    rows[3 * i] = (sql_value){txt[i][0], strlen(txt[i][0]), false};
-    rows[3 * i + 1] = (sql_value){txt[i][0], strlen(txt[i][0]), false};
-    rows[3 * i + 2] = (sql_value){txt[i][1], strlen(txt[i][1]), false};
+    rows[3 * i] = SQL_VALUE_TEXT(txt[i][0], strlen(txt[i][0]));
+    rows[3 * i + 1] = SQL_VALUE_TEXT(txt[i][0], strlen(txt[i][0]));
+    rows[3 * i + 2] = SQL_VALUE_TEXT(txt[i][1], strlen(txt[i][1]));
   }
   sql_error err;
   if (sql_engine_load_rows(e, "public", "many", 3, N, rows, &err) != MR_OK)
@@ -347,16 +390,16 @@ static void test_refusal_after_many_rows_leaves_nothing(void **state) {
   assert_non_null(txt);
   for (size_t i = 0; i < N; i++) {
     snprintf(txt[i], sizeof txt[i], "%zu", i);
-    rows[2 * i] = (sql_value){txt[i], strlen(txt[i]), false};
-    rows[2 * i + 1] = (sql_value){txt[i], strlen(txt[i]), false};
+    rows[2 * i] = SQL_VALUE_TEXT(txt[i], strlen(txt[i]));
+    rows[2 * i + 1] = SQL_VALUE_TEXT(txt[i], strlen(txt[i]));
   }
-  rows[2 * (N - 1) + 1] = (sql_value){"not a number", 12, false};
+  rows[2 * (N - 1) + 1] = SQL_VALUE_TEXT("not a number", 12);
   sql_error err;
   assert_int_not_equal(sql_engine_load_rows(e, "public", "huge", 2, N, rows, &err), MR_OK);
   assert_non_null(strstr(err.base.msg, "not a number"));
   exec_ok(e, "SELECT error('rows left: ' || count(*)) FROM public.huge HAVING count(*) <> 0");
   /* and all of them load when the last one is good */
-  rows[2 * (N - 1) + 1] = (sql_value){"1.5", 3, false};
+  rows[2 * (N - 1) + 1] = SQL_VALUE_TEXT("1.5", 3);
   if (sql_engine_load_rows(e, "public", "huge", 2, N, rows, &err) != MR_OK)
     fail_msg("%s", err.base.msg);
   exec_ok(e, "SELECT error('rows: ' || count(*)) FROM public.huge HAVING count(*) <> 250000");
@@ -369,6 +412,7 @@ int main(void) {
       cmocka_unit_test(test_every_type_round_trips),
       cmocka_unit_test(test_refused_value_names_the_column),
       cmocka_unit_test(test_direct_columns_take_what_the_cast_takes),
+      cmocka_unit_test(test_integer_edges_and_carried_integers),
       cmocka_unit_test(test_wrong_width_and_missing_table),
       cmocka_unit_test(test_many_rows_in_one_call),
       cmocka_unit_test(test_refusal_after_many_rows_leaves_nothing),
