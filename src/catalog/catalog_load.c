@@ -397,7 +397,8 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
       rc = set_i64(b, &v[2], r->end_snapshot, err);
     for (size_t i = 0; !rc && i < r->n_cell; i++)
       if (!r->cell[i]->is_null)
-        rc = set_text(b, &v[3 + i], (const char *)r->cell[i]->value.data, r->cell[i]->value.len, err);
+        rc = set_text(b, &v[3 + i], (const char *)r->cell[i]->value.data, r->cell[i]->value.len,
+                      err);
     return rc;
   }
   case MR_KK_INLINE_DELETE_TABLE: {

@@ -61,8 +61,7 @@ static void row_of(rows *r, sql_change_op op, const char *table, const char *con
   for (size_t i = 0; i < t->ncols; i++) {
     r->names[i] = t->cols[i].name;
     r->types[i] = t->cols[i].type;
-    r->cells[i] =
-        vals[i] ? SQL_VALUE_TEXT(vals[i], strlen(vals[i])) : SQL_VALUE_NULL;
+    r->cells[i] = vals[i] ? SQL_VALUE_TEXT(vals[i], strlen(vals[i])) : SQL_VALUE_NULL;
   }
   r->b = (sql_change_batch){op, NULL, "public", table, t->ncols, r->names, r->types, 1, r->cells};
 }

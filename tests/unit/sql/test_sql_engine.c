@@ -200,8 +200,9 @@ static void preload_then_query(void **state) {
   assert_int_equal(sql_engine_exec(f->e, "CREATE TABLE public.ducklake_cat (id BIGINT, name VARCHAR, raw BYTEA)",
                                    &err),
                    MR_OK);
-  sql_value rows[] = {SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("one", 3), SQL_VALUE_TEXT("\x00\x01", 2),
-                      SQL_VALUE_TEXT("2", 1), SQL_VALUE_NULL,   SQL_VALUE_NULL};
+  sql_value rows[] = {
+      SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("one", 3), SQL_VALUE_TEXT("\x00\x01", 2),
+      SQL_VALUE_TEXT("2", 1), SQL_VALUE_NULL,           SQL_VALUE_NULL};
   assert_int_equal(sql_engine_load_rows(f->e, "public", "ducklake_cat", 3, 2, rows, &err), MR_OK);
   ASSERT_RUN(f, "SELECT id, name, raw FROM ducklake_cat ORDER BY id",
              "T id:20,name:1043,raw:17|D 1,one,\\x0001|D 2,NULL,NULL|C SELECT 2|");

@@ -263,8 +263,8 @@ static void test_every_type_round_trips(void **state) {
 static void test_refused_value_names_the_column(void **state) {
   sql_engine *e = *state;
   exec_ok(e, "CREATE TABLE public.bad(id INTEGER, iv INTERVAL)");
-  sql_value rows[] = {
-      SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("1 day", 5), SQL_VALUE_TEXT("2", 1), SQL_VALUE_TEXT("not an interval", 15)};
+  sql_value rows[] = {SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("1 day", 5), SQL_VALUE_TEXT("2", 1),
+                      SQL_VALUE_TEXT("not an interval", 15)};
   sql_error err;
   assert_int_not_equal(sql_engine_load_rows(e, "public", "bad", 2, 2, rows, &err), MR_OK);
   assert_string_equal(err.sqlstate, "22P02");
@@ -284,8 +284,9 @@ static void test_refused_value_names_the_column(void **state) {
 static void test_direct_columns_take_what_the_cast_takes(void **state) {
   sql_engine *e = *state;
   exec_ok(e, "CREATE TABLE public.direct(a BIGINT, b BOOLEAN, c UTINYINT)");
-  sql_value rows[] = {SQL_VALUE_TEXT("+7", 2), SQL_VALUE_TEXT("T", 1),     SQL_VALUE_TEXT("7", 1),
-                      SQL_VALUE_TEXT("8", 1),  SQL_VALUE_TEXT("false", 5), SQL_VALUE_TEXT("255", 3)};
+  sql_value rows[] = {SQL_VALUE_TEXT("+7", 2),    SQL_VALUE_TEXT("T", 1),
+                      SQL_VALUE_TEXT("7", 1),     SQL_VALUE_TEXT("8", 1),
+                      SQL_VALUE_TEXT("false", 5), SQL_VALUE_TEXT("255", 3)};
   sql_error err;
   if (sql_engine_load_rows(e, "public", "direct", 3, 2, rows, &err) != MR_OK)
     fail_msg("%s", err.base.msg);
@@ -313,12 +314,15 @@ static sql_value int_cell(const char *text, int64_t v) {
 static void test_integer_edges_and_carried_integers(void **state) {
   sql_engine *e = *state;
   exec_ok(e, "CREATE TABLE public.edges(a BIGINT, b INTEGER, c UINTEGER)");
-  sql_value rows[] = {
-      SQL_VALUE_TEXT("-9223372036854775808", 20), SQL_VALUE_TEXT("-2147483648", 11),
-      SQL_VALUE_TEXT("4294967295", 10),           SQL_VALUE_TEXT("9223372036854775807", 19),
-      SQL_VALUE_TEXT("2147483647", 10),           SQL_VALUE_TEXT("0000000000000000000042", 22),
-      int_cell("-5", -5),                         int_cell("-6", -6),
-      int_cell("7", 7)};
+  sql_value rows[] = {SQL_VALUE_TEXT("-9223372036854775808", 20),
+                      SQL_VALUE_TEXT("-2147483648", 11),
+                      SQL_VALUE_TEXT("4294967295", 10),
+                      SQL_VALUE_TEXT("9223372036854775807", 19),
+                      SQL_VALUE_TEXT("2147483647", 10),
+                      SQL_VALUE_TEXT("0000000000000000000042", 22),
+                      int_cell("-5", -5),
+                      int_cell("-6", -6),
+                      int_cell("7", 7)};
   sql_error err;
   if (sql_engine_load_rows(e, "public", "edges", 3, 3, rows, &err) != MR_OK)
     fail_msg("%s", err.base.msg);
