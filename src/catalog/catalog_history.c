@@ -102,8 +102,22 @@ static bool file_ref_before(const file_ref *f, uint64_t table_id, uint64_t file_
   return f->table_id < table_id || (f->table_id == table_id && f->file_id < file_id);
 }
 
-static store_pick pick_current(void *ctx, const mr_key *k, mr_keybuf *seek) {
+/* Runs on the scan's reader thread: the file list is pick's alone. */
+static store_pick pick_current(void *ctx, const mr_key *k, mr_keybuf *seek, mr_error *err) {
   current_filter *cf = ctx;
+  if (k->kind == MR_KK_FILE) {
+    if (cf->n == cf->cap) {
+      size_t cap = cf->cap ? 2 * cf->cap : 1024;
+      file_ref *v = realloc(cf->files, cap * sizeof *v);
+      if (v == NULL) {
+        mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+        return STORE_PICK_FAIL;
+      }
+      cf->files = v;
+      cf->cap = cap;
+    }
+    cf->files[cf->n++] = (file_ref){k->c[0], k->c[1]};
+  }
   if (k->kind != MR_KK_FSTAT)
     return STORE_PICK_TAKE;
   while (cf->next < cf->n && file_ref_before(&cf->files[cf->next], k->c[0], k->c[1]))
@@ -122,18 +136,7 @@ static store_pick pick_current(void *ctx, const mr_key *k, mr_keybuf *seek) {
 
 static mr_status visit_current(void *ctx, const mr_key *k, const ProtobufCMessage *m,
                                mr_error *err) {
-  current_filter *cf = ctx;
-  if (k->kind == MR_KK_FILE) {
-    if (cf->n == cf->cap) {
-      size_t cap = cf->cap ? 2 * cf->cap : 1024;
-      file_ref *v = realloc(cf->files, cap * sizeof *v);
-      if (v == NULL)
-        return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
-      cf->files = v;
-      cf->cap = cap;
-    }
-    cf->files[cf->n++] = (file_ref){k->c[0], k->c[1]};
-  }
+  const current_filter *cf = ctx;
   return cf->fn(cf->ctx, k, m, err);
 }
 
@@ -178,7 +181,7 @@ typedef struct no_inline_rows {
   mr_keybuf rows_end;
 } no_inline_rows;
 
-static store_pick pick_no_inline_rows(void *ctx, const mr_key *k, mr_keybuf *seek) {
+static store_pick pick_no_inline_rows(void *ctx, const mr_key *k, mr_keybuf *seek, mr_error *err) {
   const no_inline_rows *nr = ctx;
   if (k->kind != MR_KK_INLINE_ROW)
     return STORE_PICK_TAKE;

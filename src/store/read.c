@@ -8,6 +8,7 @@
  */
 #include "store/store_internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,34 +149,183 @@ mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *
   return scan_r(st, r, visit_all, &v, err);
 }
 
-typedef struct picked_ctx {
-  store_pick_fn pick;
-  store_visit_fn fn;
-  void *ctx;
-} picked_ctx;
+/* ---- picked scans: the store read one batch ahead ------------------------ */
 
-static mr_status picked_one(void *ctx, const mr_key *k, const void *kp, size_t kl, const void *vp,
-                            size_t vl, mr_keybuf *seek, mr_error *err) {
-  (void)kp;
-  (void)kl;
-  picked_ctx *p = ctx;
-  store_pick how = p->pick(p->ctx, k, seek);
+/* A reader thread runs the scan and pick, copying the taken records into
+ * the batch it fills; two batches alternate between it and the visits. A
+ * batch is handed over at PICK_BATCH_RECORDS records or PICK_BATCH_BYTES
+ * bytes, so what the read-ahead holds stays bounded whatever the range. */
+enum { PICK_BATCH_RECORDS = 4096, PICK_BATCH_BYTES = 1 << 20 };
+
+typedef struct pick_rec {
+  size_t koff, klen, voff, vlen; /* into the batch's bytes */
+} pick_rec;
+
+typedef struct pick_batch {
+  pick_rec *rec;
+  size_t n, cap;
+  uint8_t *bytes;
+  size_t used, bcap;
+  bool full; /* handed to the visits and not yet given back (under mu) */
+} pick_batch;
+
+typedef struct pick_pipe {
+  store *st;
+  const mr_key_range *r;
+  store_pick_fn pick;
+  void *ctx;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pick_batch b[2];
+  int fill;  /* the batch the reader fills (the reader's alone) */
+  bool done; /* the reader has ended; its outcome in rc, err (under mu) */
+  bool stop; /* the visits failed: the reader ends (under mu) */
+  mr_status rc;
+  mr_error err;
+} pick_pipe;
+
+static mr_status batch_add(pick_batch *b, const void *kp, size_t kl, const void *vp, size_t vl,
+                           mr_error *err) {
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 256;
+    pick_rec *nr = realloc(b->rec, cap * sizeof *nr);
+    if (nr == NULL)
+      return mr_fail(err, MR_ERR_NOMEM, "store scan: out of memory");
+    b->rec = nr;
+    b->cap = cap;
+  }
+  if (kl + vl > b->bcap - b->used) {
+    size_t cap = b->bcap ? 2 * b->bcap : 64 * 1024;
+    while (cap - b->used < kl + vl)
+      cap *= 2;
+    uint8_t *nb = realloc(b->bytes, cap);
+    if (nb == NULL)
+      return mr_fail(err, MR_ERR_NOMEM, "store scan: out of memory");
+    b->bytes = nb;
+    b->bcap = cap;
+  }
+  pick_rec *r = &b->rec[b->n++];
+  *r = (pick_rec){b->used, kl, b->used + kl, vl};
+  memcpy(b->bytes + r->koff, kp, kl);
+  if (vl)
+    memcpy(b->bytes + r->voff, vp, vl);
+  b->used += kl + vl;
+  return MR_OK;
+}
+
+/* The reader's full batch goes to the visits; it then waits for the other
+ * one. MR_ERR_CLOSED (never returned to a caller): the visits stopped. */
+static mr_status hand_over(pick_pipe *p) {
+  pthread_mutex_lock(&p->mu);
+  p->b[p->fill].full = true;
+  pthread_cond_broadcast(&p->cv);
+  p->fill ^= 1;
+  while (p->b[p->fill].full && !p->stop)
+    pthread_cond_wait(&p->cv, &p->mu);
+  bool stop = p->stop;
+  pthread_mutex_unlock(&p->mu);
+  return stop ? MR_ERR_CLOSED : MR_OK;
+}
+
+static mr_status pick_one(void *ctx, const mr_key *k, const void *kp, size_t kl, const void *vp,
+                          size_t vl, mr_keybuf *seek, mr_error *err) {
+  pick_pipe *p = ctx;
+  store_pick how = p->pick(p->ctx, k, seek, err);
+  if (how == STORE_PICK_FAIL)
+    return err->code ? err->code : MR_ERR_INVALID;
   if (how != STORE_PICK_SEEK)
     seek->len = 0;
   if (how != STORE_PICK_TAKE)
     return MR_OK;
-  ProtobufCMessage *m = NULL;
-  mr_status rc = mr_value_decode(k, vp, vl, &m, err);
-  if (!rc)
-    rc = p->fn(p->ctx, k, m, err);
-  mr_value_free(m);
+  pick_batch *b = &p->b[p->fill];
+  mr_status rc = batch_add(b, kp, kl, vp, vl, err);
+  if (!rc && (b->n >= PICK_BATCH_RECORDS || b->used >= PICK_BATCH_BYTES))
+    rc = hand_over(p);
+  return rc;
+}
+
+static void *pick_reader(void *arg) {
+  pick_pipe *p = arg;
+  mr_error err;
+  mr_error_clear(&err);
+  mr_status rc =
+      walk(p->st, p->r->start.b, p->r->start.len, p->r->end.b, p->r->end.len, pick_one, p, &err);
+  pthread_mutex_lock(&p->mu);
+  if (!rc && p->b[p->fill].n > 0)
+    p->b[p->fill].full = true; /* the last, partial batch */
+  p->done = true;
+  p->rc = rc;
+  p->err = err;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+static mr_status visit_batch(const pick_batch *b, store_visit_fn fn, void *ctx, mr_error *err) {
+  mr_status rc = MR_OK;
+  for (size_t i = 0; !rc && i < b->n; i++) {
+    const pick_rec *r = &b->rec[i];
+    mr_key k;
+    ProtobufCMessage *m = NULL;
+    rc = mr_key_decode(b->bytes + r->koff, r->klen, &k, err);
+    if (!rc)
+      rc = mr_value_decode(&k, b->bytes + r->voff, r->vlen, &m, err);
+    if (!rc)
+      rc = fn(ctx, &k, m, err);
+    mr_value_free(m);
+  }
   return rc;
 }
 
 mr_status store_scan_picked(store *st, const mr_key_range *r, store_pick_fn pick,
                             store_visit_fn fn, void *ctx, mr_error *err) {
-  picked_ctx p = {pick, fn, ctx};
-  return walk(st, r->start.b, r->start.len, r->end.b, r->end.len, picked_one, &p, err);
+  pick_pipe p;
+  memset(&p, 0, sizeof p);
+  p.st = st;
+  p.r = r;
+  p.pick = pick;
+  p.ctx = ctx;
+  pthread_mutex_init(&p.mu, NULL);
+  pthread_cond_init(&p.cv, NULL);
+  pthread_t reader;
+  mr_status rc = MR_OK;
+  if (pthread_create(&reader, NULL, pick_reader, &p) != 0) {
+    rc = mr_fail(err, MR_ERR_NOMEM, "store scan: cannot start the reader thread");
+  } else {
+    for (int next = 0;; next ^= 1) {
+      pthread_mutex_lock(&p.mu);
+      while (!p.b[next].full && !p.done)
+        pthread_cond_wait(&p.cv, &p.mu);
+      /* the reader fills in the order the visits take: a batch not full
+       * once it has ended means nothing is left */
+      bool have = p.b[next].full;
+      pthread_mutex_unlock(&p.mu);
+      if (!have)
+        break;
+      rc = visit_batch(&p.b[next], fn, ctx, err);
+      pthread_mutex_lock(&p.mu);
+      p.b[next].n = 0;
+      p.b[next].used = 0;
+      p.b[next].full = false;
+      p.stop = rc != MR_OK;
+      pthread_cond_broadcast(&p.cv);
+      pthread_mutex_unlock(&p.mu);
+      if (rc)
+        break;
+    }
+    pthread_join(reader, NULL);
+    if (!rc && p.rc) {
+      rc = p.rc;
+      *err = p.err;
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    free(p.b[i].rec);
+    free(p.b[i].bytes);
+  }
+  pthread_cond_destroy(&p.cv);
+  pthread_mutex_destroy(&p.mu);
+  return rc;
 }
 
 mr_status store_get(store *st, const mr_key *k, ProtobufCMessage **out, mr_error *err) {

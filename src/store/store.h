@@ -320,11 +320,24 @@ mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *
  * A ranged read that skips: pick sees each key before its value is decoded
  * and says whether fn gets the record (TAKE), or not (SKIP), or not and the
  * scan jumps to the key bytes it wrote into *seek (SEEK; a key at or before
- * the current one is not a jump, one at or past r's end ends the scan).
- * What a skip-scan saves shows in the kv layer's keys_read.
+ * the current one is not a jump, one at or past r's end ends the scan), or
+ * that the scan fails with *err (FAIL). What a skip-scan saves shows in the
+ * kv layer's keys_read.
+ *
+ * Threads: the scan and pick run on a reader thread of their own, up to two
+ * batches ahead of fn, which runs on the caller's thread, in key order (a
+ * start-up load overlaps the store's iteration with the engine's appends).
+ * pick and fn get the same ctx and may run at once: whatever pick changes,
+ * fn must not read. A failure on either side stops both; the call returns
+ * once the reader has ended.
  */
-typedef enum store_pick { STORE_PICK_TAKE, STORE_PICK_SKIP, STORE_PICK_SEEK } store_pick;
-typedef store_pick (*store_pick_fn)(void *ctx, const mr_key *k, mr_keybuf *seek);
+typedef enum store_pick {
+  STORE_PICK_TAKE,
+  STORE_PICK_SKIP,
+  STORE_PICK_SEEK,
+  STORE_PICK_FAIL
+} store_pick;
+typedef store_pick (*store_pick_fn)(void *ctx, const mr_key *k, mr_keybuf *seek, mr_error *err);
 mr_status store_scan_picked(store *st, const mr_key_range *r, store_pick_fn pick,
                             store_visit_fn fn, void *ctx, mr_error *err) MR_MUST_CHECK;
 
