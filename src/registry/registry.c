@@ -545,7 +545,9 @@ static mr_status entry_load(cat_registry *r, cat_entry *e, bool must_exist, sql_
     return sql_fail(err, MR_ERR_NOT_FOUND, "3D000", "database \"%s\" does not exist", e->name);
   uint64_t t0 = now_ms();
   sql_error se;
-  if (sql_engine_open(&r->cfg.engine_opts, &e->engine, &se) != MR_OK)
+  sql_engine_options eo = r->cfg.engine_opts;
+  eo.database_name = e->name;
+  if (sql_engine_open(&eo, &e->engine, &se) != MR_OK)
     return sql_fail(err, se.base.code, "53000", "database \"%s\": cannot start the SQL engine: %s",
                     e->name, se.base.msg);
   size_t rows = 0, more = 0;

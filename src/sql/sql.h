@@ -161,6 +161,9 @@ typedef struct sql_engine_options {
   const char *memory_limit;   /* the engine's memory limit ("2GB"), NULL: DuckDB's default */
   int threads;                /* worker threads per query; 0: DuckDB's default (one per core) */
   bool replica;               /* a read replica: every session refuses writes (25006) */
+  /* the database name clients connect with: current_database(),
+   * current_catalog and pg_database answer it; NULL: DuckDB's own name */
+  const char *database_name;
 } sql_engine_options;
 
 /* Opens DuckDB, creates schema `public` and moraine's pg_catalog relations. */

@@ -266,7 +266,9 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
   if (rc == MR_OK) /* before the pg_catalog views that read them */
     rc = sql_relcache_register(e->relcache, e->admin, err);
   if (rc == MR_OK)
-    rc = sql_pgcatalog_install(e->admin, e->dbname, e->version, err);
+    rc = sql_pgcatalog_install(e->admin, e->dbname,
+                               opts->database_name ? opts->database_name : e->dbname, e->version,
+                               err);
   if (rc == MR_OK) {
     e->search_path_sql = sql_pgcatalog_search_path(e->dbname);
     if (e->search_path_sql == NULL)

@@ -140,7 +140,8 @@ static mr_status run(duckdb_connection con, const char *sql, sql_error *err) {
 }
 
 /* Text of the catalog, with @DB@ standing for the catalog database name
- * (a string literal) and @VERSION@ for version()'s answer. */
+ * (a string literal), @NAME@ for the name clients know it by and @VERSION@
+ * for version()'s answer. */
 static const char *const catalog_sql[] = {
     "CREATE SCHEMA IF NOT EXISTS " SQL_PGCAT_DB ".main",
 
@@ -224,7 +225,7 @@ static const char *const catalog_sql[] = {
     "sql AS definition FROM duckdb_views() WHERE database_name = @DB@ AND NOT internal",
 
     "CREATE VIEW " SQL_PGCAT_DB ".main.pg_database AS "
-    "SELECT 1::BIGINT AS oid, @DB@ AS datname, 10::BIGINT AS datdba, 6 AS encoding, "
+    "SELECT 1::BIGINT AS oid, @NAME@ AS datname, 10::BIGINT AS datdba, 6 AS encoding, "
     "'C' AS datcollate, 'C' AS datctype, false AS datistemplate, true AS datallowconn, "
     "-1 AS datconnlimit, NULL::VARCHAR[] AS datacl, 'c' AS datlocprovider, "
     "NULL::VARCHAR AS daticulocale",
@@ -276,6 +277,9 @@ static const char *const catalog_sql[] = {
     "CREATE MACRO " SQL_PGCAT_DB ".main.pg_encoding_to_char(e) AS 'UTF8'",
     "CREATE MACRO " SQL_PGCAT_DB ".main.current_user() AS 'moraine'",
     "CREATE MACRO " SQL_PGCAT_DB ".main.session_user() AS 'moraine'",
+    /* DuckDB's would answer its own in-memory database's name */
+    "CREATE MACRO " SQL_PGCAT_DB ".main.current_database() AS @NAME@",
+    "CREATE MACRO " SQL_PGCAT_DB ".main.current_catalog() AS @NAME@",
 
     /* what psql's \d family reads besides the relations above: PostgreSQL's
      * catalogs of features moraine has none of (access methods other than
@@ -357,13 +361,14 @@ static const char *const catalog_sql[] = {
     /* the whole catalog: its bytes in the store (mr_catalog_bytes, a
      * function of the engine); by name or by pg_database's oid */
     "CREATE MACRO " SQL_PGCAT_DB ".main.pg_database_size(d) AS "
-    "CASE WHEN d::VARCHAR IN (@DB@, '1') THEN mr_catalog_bytes() "
+    "CASE WHEN d::VARCHAR IN (@DB@, @NAME@, '1') THEN mr_catalog_bytes() "
     "ELSE error('database \"' || d::VARCHAR || '\" does not exist') END",
     NULL,
 };
 
-/* Replaces @DB@, @VERSION@ and @VERSION_NUMBER@ with quoted literals. */
-static char *expand(const char *tmpl, const char *db_lit, const char *ver_lit,
+/* Replaces @DB@, @NAME@, @VERSION@ and @VERSION_NUMBER@ with quoted
+ * literals. */
+static char *expand(const char *tmpl, const char *db_lit, const char *name_lit, const char *ver_lit,
                     const char *vernum_lit) {
   sql_strbuf b = {0};
   const char *p = tmpl;
@@ -371,6 +376,9 @@ static char *expand(const char *tmpl, const char *db_lit, const char *ver_lit,
     if (strncmp(p, "@DB@", 4) == 0) {
       sql_strbuf_add(&b, db_lit);
       p += 4;
+    } else if (strncmp(p, "@NAME@", 6) == 0) {
+      sql_strbuf_add(&b, name_lit);
+      p += 6;
     } else if (strncmp(p, "@VERSION_NUMBER@", 16) == 0) {
       sql_strbuf_add(&b, vernum_lit);
       p += 16;
@@ -405,8 +413,8 @@ static mr_status fill_pg_type(duckdb_connection con, sql_error *err) {
   return rc;
 }
 
-mr_status sql_pgcatalog_install(duckdb_connection con, const char *dbname, const char *version,
-                                sql_error *err) {
+mr_status sql_pgcatalog_install(duckdb_connection con, const char *dbname, const char *client_name,
+                                const char *version, sql_error *err) {
   mr_status rc = install_bytea(con, err);
   if (rc)
     return rc;
@@ -424,12 +432,13 @@ mr_status sql_pgcatalog_install(duckdb_connection con, const char *dbname, const
   }
   number[k] = '\0';
   char *db_lit = sql_quote_literal(dbname);
+  char *name_lit = sql_quote_literal(client_name);
   char *ver_lit = sql_quote_literal(full_version);
   char *num_lit = sql_quote_literal(number);
-  if (!db_lit || !ver_lit || !num_lit)
+  if (!db_lit || !name_lit || !ver_lit || !num_lit)
     rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   for (size_t i = 0; rc == MR_OK && catalog_sql[i]; i++) {
-    char *sql = expand(catalog_sql[i], db_lit, ver_lit, num_lit);
+    char *sql = expand(catalog_sql[i], db_lit, name_lit, ver_lit, num_lit);
     if (sql == NULL) {
       rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
       break;
@@ -438,6 +447,7 @@ mr_status sql_pgcatalog_install(duckdb_connection con, const char *dbname, const
     free(sql);
   }
   free(db_lit);
+  free(name_lit);
   free(ver_lit);
   free(num_lit);
   if (rc == MR_OK)

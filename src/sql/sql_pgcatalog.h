@@ -23,9 +23,10 @@
 #define SQL_PGCAT_DB "mrpg"
 
 /* Installs the pg_bytea type and its casts, and the catalog views/macros.
- * `dbname` is the DuckDB database holding the catalog tables. */
-mr_status sql_pgcatalog_install(duckdb_connection con, const char *dbname, const char *version,
-                                sql_error *err) MR_MUST_CHECK;
+ * `dbname` is the DuckDB database holding the catalog tables, `client_name`
+ * the database name clients connect with (current_database()). */
+mr_status sql_pgcatalog_install(duckdb_connection con, const char *dbname, const char *client_name,
+                                const char *version, sql_error *err) MR_MUST_CHECK;
 
 /* The search path every session uses. Caller frees. */
 char *sql_pgcatalog_search_path(const char *dbname);

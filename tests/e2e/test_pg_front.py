@@ -91,10 +91,10 @@ def server():
     assert s.stop() == 0
 
 
-def psql(server, *commands, check=True, stop_on_error=True):
+def psql(server, *commands, check=True, stop_on_error=True, db="lake"):
     args = ["psql", "-X", "-q", "-A", "-t", "-v", f"ON_ERROR_STOP={int(stop_on_error)}",
             "-h", "127.0.0.1",
-            "-p", str(server.port), "-U", "moraine", "-d", "lake"]
+            "-p", str(server.port), "-U", "moraine", "-d", db]
     for c in commands:
         args += ["-c", c]
     r = subprocess.run(args, capture_output=True, text=True, timeout=60,
@@ -456,6 +456,18 @@ def test_psql_describe_family(server, tmp_path):
     r = psql(server, "\\d no_such_table", check=False)
     assert r.stdout == "" and "ERROR" not in r.stderr
     assert psql(server, "SELECT 'pg_catalog' ~ '^pg_', 'x' !~ 'x', 'AB' ~* 'b'").stdout.strip() == "t|f|t"
+
+
+def test_current_database_is_the_one_connected_to(server):
+    # as on PostgreSQL: the name the client connected with, not the
+    # embedded engine's own database
+    ask = ("SELECT current_database(), current_catalog, pg_catalog.current_database(), "
+           "(SELECT string_agg(datname, ',') FROM pg_database), "
+           "pg_database_size(current_database()) > 0")
+    assert psql(server, ask).stdout.strip() == "lake|lake|lake|lake|t"
+    assert psql(server, ask, db="other").stdout.strip() == "other|other|other|other|t"
+    # the default database is still lake after another one opened
+    assert psql(server, "SELECT current_database()").stdout.strip() == "lake"
 
 
 def test_pg_database_size(server, tmp_path):
