@@ -145,6 +145,8 @@ typedef struct catalog_table {
   const char *field;  /* CHILD/TAG/OPTION: the repeated field of the parent */
   const char *ddl;    /* DuckLake 1.0 CREATE TABLE as DuckLake runs it on moraine */
   const ProtobufCMessageDescriptor *msg; /* the message a row becomes */
+  const ProtobufCFieldDescriptor *rep;   /* `field` in the home kind's message */
+  size_t index;                          /* its position: catalog_table_at(index) */
   size_t ncols;
   catalog_column cols[CATALOG_MAX_COLS];
 } catalog_table;
@@ -153,6 +155,8 @@ typedef struct catalog_table {
 size_t catalog_table_count(void);
 const catalog_table *catalog_table_at(size_t i);
 const catalog_table *catalog_table_find(const char *name);
+/* The tables whose home is kind, in catalog_table_at order; *n of them. */
+const catalog_table *const *catalog_tables_of_kind(mr_key_kind kind, size_t *n);
 
 /*
  * Sets field f of message m from one cell in DuckDB's text form (or raw

@@ -134,6 +134,9 @@ mr_status cat_msg_append(ProtobufCMessage *m, const char *fname, ProtobufCMessag
 void cat_msg_remove(ProtobufCMessage *m, const char *fname, size_t i);
 /* Repeated message field access. */
 size_t cat_msg_nrep(const ProtobufCMessage *m, const char *fname, ProtobufCMessage ***arr);
+/* The same by field (one of m's descriptor's): no lookup by name per call. */
+size_t cat_msg_rep(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f,
+                   ProtobufCMessage ***arr);
 /* Do a and b (same descriptor) agree on every non-repeated field, except the
  * one named skip (may be NULL)? */
 bool cat_msg_same(const ProtobufCMessage *a, const ProtobufCMessage *b, const char *skip);

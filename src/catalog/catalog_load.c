@@ -48,6 +48,7 @@ typedef struct load_ctx {
   catalog *c;
   rowbuf *bufs;
   size_t nbufs;
+  size_t *spec_buf; /* per catalog_table_at index: 1 + its bufs index, 0: none yet */
   size_t nsnap;
   size_t total;
   char *ddl; /* CREATE statements not yet sent ("...; ...; "), ddl_n of them */
@@ -173,9 +174,19 @@ static mr_status set_i64(rowbuf *b, sql_value *v, int64_t x, mr_error *err) {
  * parent key columns) or, for ducklake_metadata, from the option scope. */
 static mr_status emit(load_ctx *l, const catalog_table *tb, const ProtobufCMessage *msg,
                       const ProtobufCMessage *parent, mr_error *err) {
-  rowbuf *b = buf_for(l, tb->name, tb->ncols, err);
-  if (b == NULL)
-    return err->code;
+  /* a file's rows alternate between its table and its column stats: each
+   * spec table remembers its buffer, and only inlined tables search */
+  if (l->spec_buf == NULL &&
+      (l->spec_buf = calloc(catalog_table_count(), sizeof *l->spec_buf)) == NULL)
+    return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
+  rowbuf *b;
+  if (l->spec_buf[tb->index]) {
+    b = &l->bufs[l->spec_buf[tb->index] - 1];
+  } else {
+    if ((b = buf_for(l, tb->name, tb->ncols, err)) == NULL)
+      return err->code;
+    l->spec_buf[tb->index] = (size_t)(b - l->bufs) + 1;
+  }
   sql_value *r = row_add(l, b, err);
   if (r == NULL)
     return err->code;
@@ -436,15 +447,15 @@ static mr_status visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr
   if (rc)
     return rc;
   /* every table whose home is this kind: the record itself, then children */
-  for (size_t i = 0; !rc && i < catalog_table_count(); i++) {
-    const catalog_table *tb = catalog_table_at(i);
-    if (tb->kind != k->kind)
-      continue;
+  size_t ntb;
+  const catalog_table *const *tbs = catalog_tables_of_kind(k->kind, &ntb);
+  for (size_t i = 0; !rc && i < ntb; i++) {
+    const catalog_table *tb = tbs[i];
     if (tb->field == NULL) {
       rc = emit(l, tb, m, NULL, err);
     } else {
       ProtobufCMessage **arr;
-      size_t n = cat_msg_nrep(m, tb->field, &arr);
+      size_t n = cat_msg_rep(m, tb->rep, &arr);
       for (size_t j = 0; !rc && j < n; j++)
         rc = emit(l, tb, arr[j], m, err);
     }
@@ -471,6 +482,7 @@ static void bufs_free(load_ctx *l) {
     free(b->table);
   }
   free(l->bufs);
+  free(l->spec_buf);
   free(l->ddl);
 }
 

@@ -107,12 +107,16 @@
     "(sort_id BIGINT, table_id BIGINT, sort_key_index BIGINT, expression VARCHAR, dialect "        \
     "VARCHAR, sort_direction VARCHAR, null_order VARCHAR)")
 
-#define CAT_ROW(n, r, k, f, d) {n, r, k, f, "CREATE TABLE public." n d, NULL, 0, {{0}}},
+#define CAT_ROW(n, r, k, f, d) {n, r, k, f, "CREATE TABLE public." n d, NULL, NULL, 0, 0, {{0}}},
 static catalog_table tables[] = {CATALOG_TABLES(CAT_ROW)};
 #undef CAT_ROW
 #define NTABLES (sizeof tables / sizeof tables[0])
 
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+/* tables by home kind, for the loads that place each record's rows */
+static const catalog_table *of_kind[MR_KK_COUNT][NTABLES];
+static size_t nof_kind[MR_KK_COUNT];
 
 /* The message a row of t becomes. */
 static const ProtobufCMessageDescriptor *row_descriptor(const catalog_table *t) {
@@ -127,6 +131,12 @@ static void resolve_tables(void) {
   for (size_t i = 0; i < NTABLES; i++) {
     catalog_table *t = &tables[i];
     t->msg = row_descriptor(t);
+    t->index = i;
+    const ProtobufCMessageDescriptor *home = mr_value_descriptor(t->kind);
+    t->rep =
+        home && t->field ? protobuf_c_message_descriptor_get_field_by_name(home, t->field) : NULL;
+    if ((size_t)t->kind < MR_KK_COUNT)
+      of_kind[t->kind][nof_kind[t->kind]++] = t;
     char *name = NULL;
     cat_ddl_col *cols = NULL;
     size_t n = 0;
@@ -159,6 +169,12 @@ const catalog_table *catalog_table_find(const char *name) {
     if (strcmp(tables[i].name, name) == 0)
       return &tables[i];
   return NULL;
+}
+
+const catalog_table *const *catalog_tables_of_kind(mr_key_kind kind, size_t *n) {
+  pthread_once(&tables_once, resolve_tables);
+  *n = (size_t)kind < MR_KK_COUNT ? nof_kind[kind] : 0;
+  return *n ? of_kind[kind] : NULL;
 }
 
 const char *catalog_parent_table(mr_key_kind kind) {
@@ -467,8 +483,11 @@ void cat_msg_set_i64(ProtobufCMessage *m, const char *field, int64_t v) {
 }
 
 size_t cat_msg_nrep(const ProtobufCMessage *m, const char *fname, ProtobufCMessage ***arr) {
-  const ProtobufCFieldDescriptor *f =
-      protobuf_c_message_descriptor_get_field_by_name(m->descriptor, fname);
+  return cat_msg_rep(m, protobuf_c_message_descriptor_get_field_by_name(m->descriptor, fname), arr);
+}
+
+size_t cat_msg_rep(const ProtobufCMessage *m, const ProtobufCFieldDescriptor *f,
+                   ProtobufCMessage ***arr) {
   if (f == NULL || f->label != PROTOBUF_C_LABEL_REPEATED || f->type != PROTOBUF_C_TYPE_MESSAGE) {
     *arr = NULL;
     return 0;

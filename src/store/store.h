@@ -324,9 +324,10 @@ mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *
  * that the scan fails with *err (FAIL). What a skip-scan saves shows in the
  * kv layer's keys_read.
  *
- * Threads: the scan and pick run on a reader thread of their own, up to two
- * batches ahead of fn, which runs on the caller's thread, in key order (a
- * start-up load overlaps the store's iteration with the engine's appends).
+ * Threads: the scan and pick run on a reader thread of their own, up to
+ * sixteen batches (a bounded read-ahead) ahead of fn, which runs on the
+ * caller's thread, in key order (a start-up load overlaps the store's
+ * iteration with the engine's appends).
  * pick and fn get the same ctx and may run at once: whatever pick changes,
  * fn must not read. A failure on either side stops both; the call returns
  * once the reader has ended.

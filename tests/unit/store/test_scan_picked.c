@@ -2,8 +2,9 @@
  * test_scan_picked.c — store_scan_picked on a real store of N_FILES data
  * file records (many read-ahead batches): the visits see exactly what pick
  * takes, in key order, seeks included; a failing visit or pick ends the
- * scan with its own error, and the reader stops reading early; the store
- * still serves afterwards.
+ * scan with its own error, and the reader stops reading early; a value
+ * that does not decode fails the scan with the decode's error before any
+ * later record is visited; the store still serves afterwards.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +19,9 @@
 
 #include "store_test_util.h"
 
-enum { TABLE_ID = 7, N_FILES = 20000, SEEK_FROM = 15000, SEEK_TO = 17000 };
+/* more files than the read-ahead holds (16 batches of 4096 taken records,
+ * every other key taken), so a stopped reader provably stopped early */
+enum { TABLE_ID = 7, N_FILES = 140000, SEEK_FROM = 15000, SEEK_TO = 17000 };
 
 static store *the_store;
 
@@ -185,12 +188,64 @@ static void test_an_empty_range_visits_nothing(void **state) {
   free(p.seen);
 }
 
+/* The value under file key DAMAGED_ID names another file: damage the
+ * decode's key check catches. Written through kv into a store of its own,
+ * the scan must fail with that check's error, and no record at or past the
+ * damaged one reaches a visit. */
+enum { DAMAGED_ID = 3000 };
+static void test_a_value_that_does_not_decode_fails_the_scan(void **state) {
+  char url[1024];
+  st_url("damaged", url, sizeof url);
+  mr_error e;
+  store *st = NULL;
+  must(store_open(url, NULL, &st, &e), &e);
+  store_commit *c = NULL;
+  must(store_commit_begin(st, store_get_head(st), &c, &e), &e);
+  Moraine__V1__Snapshot snap = MORAINE__V1__SNAPSHOT__INIT;
+  snap.snapshot_id = 1;
+  must(store_commit_snapshot(c, &snap, &e), &e);
+  for (uint64_t id = 0; id < 2 * DAMAGED_ID; id++) {
+    Moraine__V1__DataFile f = MORAINE__V1__DATA_FILE__INIT;
+    f.data_file_id = (int64_t)id;
+    f.table_id = TABLE_ID;
+    f.begin_snapshot = 1;
+    f.path = (char *)"f.parquet";
+    mr_key k = {.kind = MR_KK_FILE, .c = {TABLE_ID, id}};
+    must(store_commit_put(c, &k, &f.base, &e), &e);
+  }
+  must(store_commit_write(c, NULL, &e), &e);
+  must(store_close(st, &e), &e);
+
+  Moraine__V1__DataFile bad = MORAINE__V1__DATA_FILE__INIT;
+  bad.data_file_id = 1; /* under the key of file DAMAGED_ID */
+  bad.table_id = TABLE_ID;
+  bad.begin_snapshot = 1;
+  bad.path = (char *)"f.parquet";
+  mr_key bk = {.kind = MR_KK_FILE, .c = {TABLE_ID, DAMAGED_ID}};
+  must(st_kv_put(url, &bk, &bad.base, &e), &e);
+
+  must(store_open(url, NULL, &st, &e), &e);
+  mr_key_range r;
+  must(mr_key_range_kind(MR_KK_FILE, false, &r, &e), &e);
+  scan_probe p = {0};
+  p.seen = calloc(2 * DAMAGED_ID, sizeof *p.seen);
+  assert_non_null(p.seen);
+  mr_status rc = store_scan_picked(st, &r, pick_even, visit_file, &p, &e);
+  assert_int_equal(rc, MR_ERR_CORRUPTION);
+  assert_non_null(strstr(e.msg, "data_file_id is 1 in the value"));
+  for (size_t i = 0; i < p.nseen; i++)
+    assert_true(p.seen[i] < DAMAGED_ID);
+  free(p.seen);
+  must(store_close(st, &e), &e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_visits_see_what_pick_takes_in_order),
       cmocka_unit_test(test_a_failed_visit_ends_the_scan_early),
       cmocka_unit_test(test_a_failed_pick_fails_the_scan),
       cmocka_unit_test(test_an_empty_range_visits_nothing),
+      cmocka_unit_test(test_a_value_that_does_not_decode_fails_the_scan),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
