@@ -104,6 +104,25 @@ mr_status cat_loader_visit(void *ctx, const mr_key *k, const ProtobufCMessage *m
 mr_status cat_loader_finish(cat_loader *ld, size_t *nrows, mr_error *err) MR_MUST_CHECK;
 void cat_loader_free(cat_loader *ld);
 
+/*
+ * cat_feed (catalog_feed.c): a start-up load's engine calls on a thread of
+ * their own, run one at a time in queue order while the load reads on. A
+ * queue call waits while the feed is full (a bounded number of jobs), takes
+ * what it is given (even when it fails) and fails with the feed's first
+ * failure, after which nothing more runs. cat_feed_sql runs sql (a batch;
+ * rollback: it opens a transaction, rolled back if it fails);
+ * cat_feed_rows appends rows with sql_engine_load_rows (vals and, through
+ * text_free, text: what the cells point into). cat_feed_finish waits for
+ * what is queued (or drops it, discard) and frees the feed.
+ */
+typedef struct cat_feed cat_feed;
+mr_status cat_feed_start(sql_engine *e, const char *schema, cat_feed **out,
+                         mr_error *err) MR_MUST_CHECK;
+mr_status cat_feed_sql(cat_feed *f, char *sql, bool rollback, mr_error *err) MR_MUST_CHECK;
+mr_status cat_feed_rows(cat_feed *f, const char *table, size_t ncols, size_t nrows, sql_value *vals,
+                        void *text, void (*text_free)(void *text), mr_error *err) MR_MUST_CHECK;
+mr_status cat_feed_finish(cat_feed *f, bool discard, mr_error *err) MR_MUST_CHECK;
+
 /* One parsed column of a CREATE TABLE: name and type text (malloc'd). */
 typedef struct cat_ddl_col {
   char *name;

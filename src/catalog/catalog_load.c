@@ -14,6 +14,13 @@
  * statements are sent DDL_BATCH to one engine call, inside one
  * transaction; rows go to sql_engine_load_rows once per table. A load that
  * runs for more than PROGRESS_MS logs a progress line that often.
+ *
+ * catalog_load hands those engine calls to a feed thread (catalog_feed.c)
+ * and reads on meanwhile; a chunk is CHUNK_ROWS rows, small enough that the
+ * few chunks in flight cost little memory, large enough that the engine's
+ * per-call cost does not show. cat_loader, inside its caller's pre-load
+ * transaction (which only the caller's thread may use), calls the engine
+ * itself.
  */
 #include "catalog/catalog_internal.h"
 
@@ -25,7 +32,7 @@
 #include "base/mr_format.h"
 #include "base/mr_grow.h"
 
-enum { DDL_BATCH = 256, PROGRESS_MS = 2000, CHUNK_ROWS = 65536, TEXT_BLOCK = 256 * 1024 };
+enum { DDL_BATCH = 256, PROGRESS_MS = 2000, CHUNK_ROWS = 16384, TEXT_BLOCK = 256 * 1024 };
 
 /* Cell text lives in blocks owned by its rowbuf, freed together when the
  * rows have gone to the engine: a million files are millions of cells, and
@@ -57,6 +64,7 @@ typedef struct load_ctx {
   char **names; /* the inlined tables created, for catalog->inline_names */
   size_t nnames, names_cap;
   bool in_txn; /* cat_loader: inside the caller's pre-load transaction */
+  cat_feed *feed; /* catalog_load: the engine calls run there; NULL: here */
   uint64_t t0_ms, last_log_ms;
 } load_ctx;
 
@@ -125,12 +133,17 @@ static sql_value *row_add(load_ctx *l, rowbuf *b, mr_error *err) {
   return r;
 }
 
-static void text_free(rowbuf *b) {
-  while (b->text) {
-    text_block *next = b->text->next;
-    free(b->text);
-    b->text = next;
+static void text_chain_free(void *chain) {
+  for (text_block *t = chain; t;) {
+    text_block *next = t->next;
+    free(t);
+    t = next;
   }
+}
+
+static void text_free(rowbuf *b) {
+  text_chain_free(b->text);
+  b->text = NULL;
 }
 
 /* A copy of s[0..n) in b's text blocks, NUL-terminated as sql_value asks. */
@@ -265,15 +278,19 @@ static mr_status flush_ddl(load_ctx *l, mr_error *err) {
   if (sql == NULL)
     return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
   snprintf(sql, need, "%s%.*s%s", begin, (int)l->ddl_len, l->ddl, commit);
-  mr_status rc = exec(l, sql, err);
-  free(sql);
-  if (rc) {
+  mr_status rc;
+  if (l->feed) {
+    rc = cat_feed_sql(l->feed, sql, true, err); /* the feed rolls back a failure */
+  } else {
+    rc = exec(l, sql, err);
+    free(sql);
     sql_error ignore;
-    if (sql_engine_exec(l->c->e, "ROLLBACK", &ignore) != MR_OK) {
+    if (rc && sql_engine_exec(l->c->e, "ROLLBACK", &ignore) != MR_OK) {
       /* no transaction was left open */
     }
-    return rc;
   }
+  if (rc)
+    return rc;
   l->tables_created += l->ddl_n;
   l->ddl_len = 0;
   l->ddl_n = 0;
@@ -497,6 +514,15 @@ static mr_status buf_flush(load_ctx *l, rowbuf *b, mr_error *err) {
   mr_status rc = flush_ddl(l, err);
   if (rc || b->nrows == 0)
     return rc;
+  if (l->feed) { /* the feed takes the rows and their text */
+    rc = cat_feed_rows(l->feed, b->table, b->ncols, b->nrows, b->vals, b->text, text_chain_free,
+                       err);
+    b->vals = NULL;
+    b->cap = 0;
+    b->text = NULL;
+    b->nrows = 0;
+    return rc;
+  }
   catalog *c = l->c;
   sql_error se;
   memset(&se, 0, sizeof se);
@@ -569,6 +595,9 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
     free(sql);
     free(qs);
   }
+  /* the engine's appends overlap the reading from here on (catalog_feed.c) */
+  if (!rc)
+    rc = cat_feed_start(c->e, c->schema[0] ? c->schema : "public", &l.feed, err);
   /* snapshots and history: all, or what a lazy load keeps (catalog_history.c) */
   if (!rc)
     rc = cat_history_load(c, visit, &l, err);
@@ -580,6 +609,10 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
     rc = store_load_subspace(c->st, MR_SS_SCHEMA_VERSION, visit, &l, err);
   if (!rc)
     rc = load_gathered(&l, err);
+  mr_error feed_err;
+  mr_status frc = cat_feed_finish(l.feed, rc != MR_OK, rc ? &feed_err : err);
+  if (!rc)
+    rc = frc;
   if (!rc && nrows)
     *nrows = l.total;
   if (!rc) { /* what is in the engine now (catalog_reload works from it) */

@@ -155,10 +155,11 @@ mr_status store_scan(store *st, const mr_key_range *r, store_visit_fn fn, void *
  * the batch it fills; a ring of PICK_BATCHES batches passes between it and
  * the visits. A batch is handed over at PICK_BATCH_RECORDS records or
  * PICK_BATCH_BYTES bytes, so what the read-ahead holds stays bounded
- * whatever the range (about 16 MiB at most). The ring is deep because the visits
- * are bursty: a start-up load stops to append 65,536 rows to the engine at
- * a time, and with two batches the reader sat idle through each append
- * (10,000-table start 7.0 s with two batches, 5.7 s with sixteen). Values
+ * whatever the range (about 16 MiB at most). The ring is deep because the
+ * visits pause (a start-up load waits whenever its engine feed is full),
+ * and a reader that could only get one batch ahead sat idle through each
+ * pause: a 10,000-table start took 7.0 s with two batches, 5.7 s with
+ * sixteen (with the engine's appends still on the visits' thread). Values
  * are decoded by the visits, not the reader: decoding on the reader cost
  * more in all (the messages then cross cores) and gained nothing. */
 enum { PICK_BATCHES = 16, PICK_BATCH_RECORDS = 4096, PICK_BATCH_BYTES = 1 << 20 };
