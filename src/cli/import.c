@@ -170,7 +170,10 @@ static int run_import(const char *source, const char *where, const char *ext_dir
   store *st = NULL;
   bool touched = false, foreign = false; /* the store was written / is someone else's */
   if (!rc) {
-    store_options o = {.origin = spec.origin};
+    /* a tool's deadline, not a server's: one imported snapshot may be a
+     * single write of hundreds of MB (a million data files), which a busy
+     * machine did not finish within the server's 10 s */
+    store_options o = {.origin = spec.origin, .deadline_ms = TOOL_OPEN_DEADLINE_MS};
     touched = true;
     rc = store_open(url, &o, &st, &err);
     if (!rc && store_get_head(st).batch_count != 0) { /* someone else's, made meanwhile */

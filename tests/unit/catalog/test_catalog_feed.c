@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "catalog/catalog_internal.h"
+#include "test_engine.h"
 
 enum { CHUNKS = 7, ROWS = 1000 };
 
@@ -30,29 +31,6 @@ static int text_frees;
 static void count_text_free(void *text) {
   text_frees++;
   free(text);
-}
-
-static int setup(void **state) {
-  sql_engine *e = NULL;
-  sql_error err;
-  sql_engine_options o = {.server_version = "15.0 (moraine test)"};
-  if (sql_engine_open(&o, &e, &err) != MR_OK) {
-    fprintf(stderr, "open: %s\n", err.base.msg);
-    return -1;
-  }
-  *state = e;
-  return 0;
-}
-
-static int teardown(void **state) {
-  sql_engine_close(*state);
-  return 0;
-}
-
-static void exec_ok(sql_engine *e, const char *sql) {
-  sql_error err;
-  if (sql_engine_exec(e, sql, &err) != MR_OK)
-    fail_msg("%s\n  -> %s %s", sql, err.sqlstate, err.base.msg);
 }
 
 /* The rows first .. first+ROWS-1 of (id BIGINT, name VARCHAR), the names'
@@ -78,7 +56,7 @@ static void count_is(sql_engine *e, const char *table, long long want) {
            "SELECT CASE WHEN (SELECT count(*) FROM public.%s) = %lld AND (SELECT count(DISTINCT "
            "id) FROM public.%s) = %lld THEN 1 ELSE error('%s: wrong row count') END",
            table, want, table, want, table);
-  exec_ok(e, sql);
+  test_engine_exec(e, sql);
 }
 
 static void test_jobs_run_in_queue_order(void **state) {
@@ -96,8 +74,9 @@ static void test_jobs_run_in_queue_order(void **state) {
   assert_int_equal(cat_feed_finish(f, false, &err), MR_OK);
   assert_int_equal(text_frees, CHUNKS);
   count_is(e, "ordered", (long long)CHUNKS * ROWS);
-  exec_ok(e, "SELECT CASE WHEN (SELECT name FROM public.ordered WHERE id = 6999) = 'n6999' "
-             "THEN 1 ELSE error('the last row is not as queued') END");
+  test_engine_exec(e,
+                   "SELECT CASE WHEN (SELECT name FROM public.ordered WHERE id = 6999) = 'n6999' "
+                   "THEN 1 ELSE error('the last row is not as queued') END");
 }
 
 static void test_a_failure_stops_the_feed_and_reaches_the_loader(void **state) {
@@ -105,7 +84,7 @@ static void test_a_failure_stops_the_feed_and_reaches_the_loader(void **state) {
   mr_error err;
   cat_feed *f = NULL;
   text_frees = 0;
-  exec_ok(e, "CREATE TABLE public.after(id BIGINT, name VARCHAR)");
+  test_engine_exec(e, "CREATE TABLE public.after(id BIGINT, name VARCHAR)");
   assert_int_equal(cat_feed_start(e, "public", &f, &err), MR_OK);
   char *bad = strdup("BEGIN; CREATE TABLE public.broken(x NO_SUCH_TYPE); COMMIT");
   assert_int_equal(cat_feed_sql(f, bad, true, &err), MR_OK);
@@ -129,9 +108,9 @@ static void test_a_failure_stops_the_feed_and_reaches_the_loader(void **state) {
   assert_int_equal(text_frees, CHUNKS);
   count_is(e, "after", 0);
   /* no transaction was left open by the failed batch */
-  exec_ok(e, "BEGIN; COMMIT");
-  exec_ok(e, "SELECT CASE WHEN (SELECT count(*) FROM duckdb_tables() WHERE table_name = "
-             "'broken') = 0 THEN 1 ELSE error('the failed batch left a table') END");
+  test_engine_exec(e, "BEGIN; COMMIT");
+  test_engine_exec(e, "SELECT CASE WHEN (SELECT count(*) FROM duckdb_tables() WHERE table_name = "
+                      "'broken') = 0 THEN 1 ELSE error('the failed batch left a table') END");
 }
 
 static void test_a_discarded_feed_runs_nothing_more(void **state) {
@@ -139,15 +118,15 @@ static void test_a_discarded_feed_runs_nothing_more(void **state) {
   mr_error err;
   cat_feed *f = NULL;
   text_frees = 0;
-  exec_ok(e, "CREATE TABLE public.discarded(id BIGINT, name VARCHAR)");
+  test_engine_exec(e, "CREATE TABLE public.discarded(id BIGINT, name VARCHAR)");
   assert_int_equal(cat_feed_start(e, "public", &f, &err), MR_OK);
   assert_int_equal(queue_chunk(f, "discarded", 0, &err), MR_OK);
   assert_int_equal(queue_chunk(f, "discarded", ROWS, &err), MR_OK);
   /* what runs before the discard is taken ran whole; nothing after it */
   assert_int_equal(cat_feed_finish(f, true, &err), MR_OK);
   assert_int_equal(text_frees, 2);
-  exec_ok(e, "SELECT CASE WHEN (SELECT count(*) FROM public.discarded) IN (0, 1000, 2000) "
-             "THEN 1 ELSE error('a chunk ran in part') END");
+  test_engine_exec(e, "SELECT CASE WHEN (SELECT count(*) FROM public.discarded) IN (0, 1000, 2000) "
+                      "THEN 1 ELSE error('a chunk ran in part') END");
 }
 
 static void test_an_unstarted_feed_finishes_as_nothing(void **state) {
@@ -162,5 +141,5 @@ int main(void) {
       cmocka_unit_test(test_a_discarded_feed_runs_nothing_more),
       cmocka_unit_test(test_an_unstarted_feed_finishes_as_nothing),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_engine_setup, test_engine_teardown);
 }

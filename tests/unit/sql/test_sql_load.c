@@ -23,6 +23,7 @@
 
 #include "sql/sql.h"
 #include "sql/sql_util.h"
+#include "test_engine.h"
 
 /* One value of a type: its text form as loaded (raw bytes for blobs, len
  * given then) and a DuckDB expression of the same value. */
@@ -167,29 +168,6 @@ static const tcase CASES[] = {
     {"BIT", false, {V("0101", "'0101'::BIT")}},
 };
 
-static int setup(void **state) {
-  sql_engine *e = NULL;
-  sql_error err;
-  sql_engine_options o = {.server_version = "15.0 (moraine test)"};
-  if (sql_engine_open(&o, &e, &err) != MR_OK) {
-    fprintf(stderr, "open: %s\n", err.base.msg);
-    return -1;
-  }
-  *state = e;
-  return 0;
-}
-
-static int teardown(void **state) {
-  sql_engine_close(*state);
-  return 0;
-}
-
-static void exec_ok(sql_engine *e, const char *sql) {
-  sql_error err;
-  if (sql_engine_exec(e, sql, &err) != MR_OK)
-    fail_msg("%s\n  -> %s %s", sql, err.sqlstate, err.base.msg);
-}
-
 static char *fmt(const char *f, ...) MR_PRINTF(1, 2);
 static char *fmt(const char *f, ...) {
   va_list ap;
@@ -218,7 +196,7 @@ static void test_every_type_round_trips(void **state) {
     const tcase *c = &CASES[k];
     size_t n = nvals(c);
     char *sql = fmt("CREATE TABLE public.t%zu(id INTEGER, v %s)", k, c->type);
-    exec_ok(e, sql);
+    test_engine_exec(e, sql);
     free(sql);
     /* the values, then one NULL row */
     sql_value *rows = calloc(2 * (n + 1), sizeof *rows);
@@ -246,13 +224,13 @@ static void test_every_type_round_trips(void **state) {
                 "FROM public.%s WHERE id = %zu AND NOT (v IS NOT DISTINCT FROM (%s)%s%s%s)",
                 k, table, i, v->expr, c->blob ? "" : " AND CAST(v AS VARCHAR) = CAST((",
                 c->blob ? "" : v->expr, c->blob ? "" : ") AS VARCHAR)");
-      exec_ok(e, sql);
+      test_engine_exec(e, sql);
       free(sql);
     }
     sql = fmt("SELECT error('case %zu: ' || count(*) || ' rows, ' || count(v) || ' values') FROM "
               "public.%s HAVING count(*) <> %zu OR count(v) <> %zu",
               k, table, n + 1, n);
-    exec_ok(e, sql);
+    test_engine_exec(e, sql);
     free(sql);
     free(table);
     free(rows);
@@ -262,7 +240,7 @@ static void test_every_type_round_trips(void **state) {
 
 static void test_refused_value_names_the_column(void **state) {
   sql_engine *e = *state;
-  exec_ok(e, "CREATE TABLE public.bad(id INTEGER, iv INTERVAL)");
+  test_engine_exec(e, "CREATE TABLE public.bad(id INTEGER, iv INTERVAL)");
   sql_value rows[] = {SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("1 day", 5), SQL_VALUE_TEXT("2", 1),
                       SQL_VALUE_TEXT("not an interval", 15)};
   sql_error err;
@@ -271,10 +249,11 @@ static void test_refused_value_names_the_column(void **state) {
   assert_non_null(strstr(err.base.msg, "iv (INTERVAL)"));
   assert_non_null(strstr(err.base.msg, "not an interval"));
   /* nothing of the failed call is left */
-  exec_ok(e, "SELECT error('rows left: ' || count(*)) FROM public.bad HAVING count(*) <> 0");
+  test_engine_exec(e,
+                   "SELECT error('rows left: ' || count(*)) FROM public.bad HAVING count(*) <> 0");
   /* and the engine still loads */
   assert_int_equal(sql_engine_load_rows(e, "public", "bad", 2, 1, rows, &err), MR_OK);
-  exec_ok(e, "SELECT error('rows: ' || count(*)) FROM public.bad HAVING count(*) <> 1");
+  test_engine_exec(e, "SELECT error('rows: ' || count(*)) FROM public.bad HAVING count(*) <> 1");
 }
 
 /* Integer and BOOLEAN columns are parsed by moraine itself when their text
@@ -283,21 +262,22 @@ static void test_refused_value_names_the_column(void **state) {
  * call naming the column, leaving nothing behind. */
 static void test_direct_columns_take_what_the_cast_takes(void **state) {
   sql_engine *e = *state;
-  exec_ok(e, "CREATE TABLE public.direct(a BIGINT, b BOOLEAN, c UTINYINT)");
+  test_engine_exec(e, "CREATE TABLE public.direct(a BIGINT, b BOOLEAN, c UTINYINT)");
   sql_value rows[] = {SQL_VALUE_TEXT("+7", 2),    SQL_VALUE_TEXT("T", 1),
                       SQL_VALUE_TEXT("7", 1),     SQL_VALUE_TEXT("8", 1),
                       SQL_VALUE_TEXT("false", 5), SQL_VALUE_TEXT("255", 3)};
   sql_error err;
   if (sql_engine_load_rows(e, "public", "direct", 3, 2, rows, &err) != MR_OK)
     fail_msg("%s", err.base.msg);
-  exec_ok(e, "SELECT error('direct rows') FROM (SELECT count(*) AS n, "
-             "count(*) FILTER (WHERE (a = 7 AND b AND c = 7) OR (a = 8 AND NOT b AND c = 255)) "
-             "AS good FROM public.direct) WHERE n <> 2 OR good <> 2");
+  test_engine_exec(
+      e, "SELECT error('direct rows') FROM (SELECT count(*) AS n, "
+         "count(*) FILTER (WHERE (a = 7 AND b AND c = 7) OR (a = 8 AND NOT b AND c = 255)) "
+         "AS good FROM public.direct) WHERE n <> 2 OR good <> 2");
   sql_value over[] = {SQL_VALUE_TEXT("9", 1), SQL_VALUE_TEXT("true", 4), SQL_VALUE_TEXT("256", 3)};
   assert_int_not_equal(sql_engine_load_rows(e, "public", "direct", 3, 1, over, &err), MR_OK);
   assert_non_null(strstr(err.base.msg, "c (UTINYINT)"));
   assert_non_null(strstr(err.base.msg, "256"));
-  exec_ok(e, "SELECT error('rows: ' || count(*)) FROM public.direct HAVING count(*) <> 2");
+  test_engine_exec(e, "SELECT error('rows: ' || count(*)) FROM public.direct HAVING count(*) <> 2");
 }
 
 /* An integer column's edges through the direct parse: the extremes load
@@ -313,7 +293,7 @@ static sql_value int_cell(const char *text, int64_t v) {
 
 static void test_integer_edges_and_carried_integers(void **state) {
   sql_engine *e = *state;
-  exec_ok(e, "CREATE TABLE public.edges(a BIGINT, b INTEGER, c UINTEGER)");
+  test_engine_exec(e, "CREATE TABLE public.edges(a BIGINT, b INTEGER, c UINTEGER)");
   sql_value rows[] = {SQL_VALUE_TEXT("-9223372036854775808", 20),
                       SQL_VALUE_TEXT("-2147483648", 11),
                       SQL_VALUE_TEXT("4294967295", 10),
@@ -326,10 +306,11 @@ static void test_integer_edges_and_carried_integers(void **state) {
   sql_error err;
   if (sql_engine_load_rows(e, "public", "edges", 3, 3, rows, &err) != MR_OK)
     fail_msg("%s", err.base.msg);
-  exec_ok(e, "SELECT error('edge rows') FROM (SELECT count(*) AS n, count(*) FILTER (WHERE "
-             "(a = -9223372036854775808 AND b = -2147483648 AND c = 4294967295) OR "
-             "(a = 9223372036854775807 AND b = 2147483647 AND c = 42) OR "
-             "(a = -5 AND b = -6 AND c = 7)) AS good FROM public.edges) WHERE n <> 3 OR good <> 3");
+  test_engine_exec(
+      e, "SELECT error('edge rows') FROM (SELECT count(*) AS n, count(*) FILTER (WHERE "
+         "(a = -9223372036854775808 AND b = -2147483648 AND c = 4294967295) OR "
+         "(a = 9223372036854775807 AND b = 2147483647 AND c = 42) OR "
+         "(a = -5 AND b = -6 AND c = 7)) AS good FROM public.edges) WHERE n <> 3 OR good <> 3");
   sql_value past[][3] = {
       {SQL_VALUE_TEXT("9223372036854775808", 19), SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("1", 1)},
       {SQL_VALUE_TEXT("1", 1), SQL_VALUE_TEXT("-2147483649", 11), SQL_VALUE_TEXT("1", 1)},
@@ -343,12 +324,12 @@ static void test_integer_edges_and_carried_integers(void **state) {
     if (strstr(err.base.msg, culprit[i]) == NULL)
       fail_msg("row %zu: %s", i, err.base.msg);
   }
-  exec_ok(e, "SELECT error('rows: ' || count(*)) FROM public.edges HAVING count(*) <> 3");
+  test_engine_exec(e, "SELECT error('rows: ' || count(*)) FROM public.edges HAVING count(*) <> 3");
 }
 
 static void test_wrong_width_and_missing_table(void **state) {
   sql_engine *e = *state;
-  exec_ok(e, "CREATE TABLE public.w(a BIGINT, b VARCHAR)");
+  test_engine_exec(e, "CREATE TABLE public.w(a BIGINT, b VARCHAR)");
   sql_value rows[] = {SQL_VALUE_TEXT("1", 1)};
   sql_error err;
   assert_int_not_equal(sql_engine_load_rows(e, "public", "w", 1, 1, rows, &err), MR_OK);
@@ -359,7 +340,7 @@ static void test_wrong_width_and_missing_table(void **state) {
 
 static void test_many_rows_in_one_call(void **state) {
   sql_engine *e = *state;
-  exec_ok(e, "CREATE TABLE public.many(id BIGINT, name VARCHAR, d DECIMAL(9,2))");
+  test_engine_exec(e, "CREATE TABLE public.many(id BIGINT, name VARCHAR, d DECIMAL(9,2))");
   enum { N = 50000 };
   sql_value *rows = calloc(3 * N, sizeof *rows);
   char(*txt)[2][24] = calloc(N, sizeof *txt);
@@ -375,9 +356,10 @@ static void test_many_rows_in_one_call(void **state) {
   sql_error err;
   if (sql_engine_load_rows(e, "public", "many", 3, N, rows, &err) != MR_OK)
     fail_msg("%s", err.base.msg);
-  exec_ok(e, "SELECT error('bad rows') FROM (SELECT count(*) AS n, sum(id) AS s, "
-             "count(*) FILTER (WHERE name <> CAST(id AS VARCHAR) OR d <> id + (id % 100) / 100) "
-             "AS bad FROM public.many) WHERE n <> 50000 OR s <> 1249975000 OR bad <> 0");
+  test_engine_exec(
+      e, "SELECT error('bad rows') FROM (SELECT count(*) AS n, sum(id) AS s, "
+         "count(*) FILTER (WHERE name <> CAST(id AS VARCHAR) OR d <> id + (id % 100) / 100) "
+         "AS bad FROM public.many) WHERE n <> 50000 OR s <> 1249975000 OR bad <> 0");
   free(rows);
   free(txt);
 }
@@ -386,7 +368,7 @@ static void test_many_rows_in_one_call(void **state) {
  * a value refused in the last row still leaves none of the rows. */
 static void test_refusal_after_many_rows_leaves_nothing(void **state) {
   sql_engine *e = *state;
-  exec_ok(e, "CREATE TABLE public.huge(id BIGINT, d DECIMAL(9,2))");
+  test_engine_exec(e, "CREATE TABLE public.huge(id BIGINT, d DECIMAL(9,2))");
   enum { N = 250000 };
   sql_value *rows = calloc(2 * N, sizeof *rows);
   char(*txt)[24] = calloc(N, sizeof *txt);
@@ -401,12 +383,14 @@ static void test_refusal_after_many_rows_leaves_nothing(void **state) {
   sql_error err;
   assert_int_not_equal(sql_engine_load_rows(e, "public", "huge", 2, N, rows, &err), MR_OK);
   assert_non_null(strstr(err.base.msg, "not a number"));
-  exec_ok(e, "SELECT error('rows left: ' || count(*)) FROM public.huge HAVING count(*) <> 0");
+  test_engine_exec(e,
+                   "SELECT error('rows left: ' || count(*)) FROM public.huge HAVING count(*) <> 0");
   /* and all of them load when the last one is good */
   rows[2 * (N - 1) + 1] = SQL_VALUE_TEXT("1.5", 3);
   if (sql_engine_load_rows(e, "public", "huge", 2, N, rows, &err) != MR_OK)
     fail_msg("%s", err.base.msg);
-  exec_ok(e, "SELECT error('rows: ' || count(*)) FROM public.huge HAVING count(*) <> 250000");
+  test_engine_exec(e,
+                   "SELECT error('rows: ' || count(*)) FROM public.huge HAVING count(*) <> 250000");
   free(rows);
   free(txt);
 }
@@ -421,5 +405,5 @@ int main(void) {
       cmocka_unit_test(test_many_rows_in_one_call),
       cmocka_unit_test(test_refusal_after_many_rows_leaves_nothing),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_engine_setup, test_engine_teardown);
 }

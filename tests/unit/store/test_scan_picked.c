@@ -31,36 +31,39 @@ static void must(mr_status rc, const mr_error *e) {
   assert_int_equal(rc, MR_OK);
 }
 
-/* One commit: snapshot 1 and data files 0 .. N_FILES-1 of table TABLE_ID. */
-static int setup(void **state) {
-  if (st_tmp_setup("scan-picked"))
-    return -1;
-  char url[1024];
-  st_url("files", url, sizeof url);
-  mr_error e;
-  if (store_open(url, NULL, &the_store, &e)) {
-    fprintf(stderr, "store_open: %s\n", e.msg);
-    return -1;
-  }
+/* One commit into st: snapshot 1 and data files 0 .. n-1 of table TABLE_ID. */
+static mr_status commit_files(store *st, uint64_t n, mr_error *e) {
   store_commit *c = NULL;
-  mr_status rc = store_commit_begin(the_store, store_get_head(the_store), &c, &e);
+  mr_status rc = store_commit_begin(st, store_get_head(st), &c, e);
   Moraine__V1__Snapshot snap = MORAINE__V1__SNAPSHOT__INIT;
   snap.snapshot_id = 1;
   if (!rc)
-    rc = store_commit_snapshot(c, &snap, &e);
-  for (uint64_t id = 0; !rc && id < N_FILES; id++) {
+    rc = store_commit_snapshot(c, &snap, e);
+  for (uint64_t id = 0; !rc && id < n; id++) {
     Moraine__V1__DataFile f = MORAINE__V1__DATA_FILE__INIT;
     f.data_file_id = (int64_t)id;
     f.table_id = TABLE_ID;
     f.begin_snapshot = 1;
     f.path = (char *)"f.parquet";
     mr_key k = {.kind = MR_KK_FILE, .c = {TABLE_ID, id}};
-    rc = store_commit_put(c, &k, &f.base, &e);
+    rc = store_commit_put(c, &k, &f.base, e);
   }
   if (!rc)
-    rc = store_commit_write(c, NULL, &e);
+    rc = store_commit_write(c, NULL, e);
   else if (c)
     store_commit_abort(c);
+  return rc;
+}
+
+static int setup(void **state) {
+  if (st_tmp_setup("scan-picked"))
+    return -1;
+  char url[1024];
+  st_url("files", url, sizeof url);
+  mr_error e;
+  mr_status rc = store_open(url, NULL, &the_store, &e);
+  if (!rc)
+    rc = commit_files(the_store, N_FILES, &e);
   if (rc) {
     fprintf(stderr, "building the store: %s\n", e.msg);
     return -1;
@@ -199,21 +202,7 @@ static void test_a_value_that_does_not_decode_fails_the_scan(void **state) {
   mr_error e;
   store *st = NULL;
   must(store_open(url, NULL, &st, &e), &e);
-  store_commit *c = NULL;
-  must(store_commit_begin(st, store_get_head(st), &c, &e), &e);
-  Moraine__V1__Snapshot snap = MORAINE__V1__SNAPSHOT__INIT;
-  snap.snapshot_id = 1;
-  must(store_commit_snapshot(c, &snap, &e), &e);
-  for (uint64_t id = 0; id < 2 * DAMAGED_ID; id++) {
-    Moraine__V1__DataFile f = MORAINE__V1__DATA_FILE__INIT;
-    f.data_file_id = (int64_t)id;
-    f.table_id = TABLE_ID;
-    f.begin_snapshot = 1;
-    f.path = (char *)"f.parquet";
-    mr_key k = {.kind = MR_KK_FILE, .c = {TABLE_ID, id}};
-    must(store_commit_put(c, &k, &f.base, &e), &e);
-  }
-  must(store_commit_write(c, NULL, &e), &e);
+  must(commit_files(st, 2 * DAMAGED_ID, &e), &e);
   must(store_close(st, &e), &e);
 
   Moraine__V1__DataFile bad = MORAINE__V1__DATA_FILE__INIT;
