@@ -171,7 +171,7 @@ static mr_status set_text(rowbuf *b, sql_value *v, const char *s, size_t n, mr_e
   if (n)
     memcpy(c, s, n);
   c[n] = '\0';
-  *v = (sql_value){c, n, false, false, 0};
+  *v = SQL_VALUE_TEXT(c, n);
   return MR_OK;
 }
 
