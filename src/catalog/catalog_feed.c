@@ -1,10 +1,12 @@
 /*
- * catalog_feed.c — the engine's side of a start-up load, on a thread of its
- * own: the statements and row chunks catalog_load.c gathers run here, in
- * the order they were queued, while the load goes on reading the store and
- * building the next chunk. On a catalog of a million data files the
- * engine's appends cost about as much as the store's iteration and the
- * rows' building together, so on two cores the three overlap.
+ * catalog_feed.c — the engine's side of a catalog load: the statements and
+ * row chunks catalog_load.c gathers run here, in the order they were
+ * queued. A start-up load's feed runs them on a thread of its own while the
+ * load goes on reading the store and building the next chunk (on a catalog
+ * of a million data files the engine's appends cost about as much as the
+ * store's iteration and the rows' building together, so on two cores the
+ * three overlap); a cat_loader's feed runs each on the caller's thread as
+ * it is queued, inside the caller's pre-load transaction.
  *
  * Invariants: at most FEED_DEPTH jobs are queued or running (the loader
  * waits for room), so what the feed holds stays bounded; jobs run one at a
@@ -36,6 +38,7 @@ typedef struct feed_job {
 struct cat_feed {
   sql_engine *e;
   char *schema;
+  bool threaded; /* false: each job runs inside its queue call */
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -106,7 +109,8 @@ static void *feed_main(void *arg) {
   return NULL;
 }
 
-mr_status cat_feed_start(sql_engine *e, const char *schema, cat_feed **out, mr_error *err) {
+mr_status cat_feed_start(sql_engine *e, const char *schema, bool threaded, cat_feed **out,
+                         mr_error *err) {
   *out = NULL;
   cat_feed *f = calloc(1, sizeof *f);
   if (f == NULL || (f->schema = strdup(schema)) == NULL) {
@@ -114,9 +118,10 @@ mr_status cat_feed_start(sql_engine *e, const char *schema, cat_feed **out, mr_e
     return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
   }
   f->e = e;
+  f->threaded = threaded;
   pthread_mutex_init(&f->mu, NULL);
   pthread_cond_init(&f->cv, NULL);
-  if (pthread_create(&f->thread, NULL, feed_main, f) != 0) {
+  if (threaded && pthread_create(&f->thread, NULL, feed_main, f) != 0) {
     pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->mu);
     free(f->schema);
@@ -127,8 +132,18 @@ mr_status cat_feed_start(sql_engine *e, const char *schema, cat_feed **out, mr_e
   return MR_OK;
 }
 
-/* Queues j once there is room; the feed's first failure instead, if any. */
+/* Queues j once there is room (runs it, unthreaded); the feed's first
+ * failure instead, if any. */
 static mr_status enqueue(cat_feed *f, feed_job *j, mr_error *err) {
+  if (!f->threaded) {
+    mr_status rc = f->rc ? f->rc : run_job(f, j, &f->err);
+    job_free(j);
+    if (rc && f->rc == MR_OK)
+      f->rc = rc;
+    if (rc)
+      *err = f->err;
+    return rc;
+  }
   pthread_mutex_lock(&f->mu);
   while (f->pending >= FEED_DEPTH && f->rc == MR_OK)
     pthread_cond_wait(&f->cv, &f->mu);
@@ -187,7 +202,8 @@ mr_status cat_feed_finish(cat_feed *f, bool discard, mr_error *err) {
   f->discard = discard;
   pthread_cond_broadcast(&f->cv);
   pthread_mutex_unlock(&f->mu);
-  pthread_join(f->thread, NULL);
+  if (f->threaded)
+    pthread_join(f->thread, NULL);
   mr_status rc = discard ? MR_OK : f->rc;
   if (rc)
     *err = f->err;

@@ -105,9 +105,10 @@ mr_status cat_loader_finish(cat_loader *ld, size_t *nrows, mr_error *err) MR_MUS
 void cat_loader_free(cat_loader *ld);
 
 /*
- * cat_feed (catalog_feed.c): a start-up load's engine calls on a thread of
- * their own, run one at a time in queue order while the load reads on. A
- * queue call waits while the feed is full (a bounded number of jobs), takes
+ * cat_feed (catalog_feed.c): a load's engine calls, run one at a time in
+ * queue order: on a thread of their own while the load reads on
+ * (threaded), or each inside its queue call. A threaded queue call waits
+ * while the feed is full (a bounded number of jobs); every queue call takes
  * what it is given (even when it fails) and fails with the feed's first
  * failure, after which nothing more runs. cat_feed_sql runs sql (a batch;
  * rollback: it opens a transaction, rolled back if it fails);
@@ -116,7 +117,7 @@ void cat_loader_free(cat_loader *ld);
  * what is queued (or drops it, discard) and frees the feed.
  */
 typedef struct cat_feed cat_feed;
-mr_status cat_feed_start(sql_engine *e, const char *schema, cat_feed **out,
+mr_status cat_feed_start(sql_engine *e, const char *schema, bool threaded, cat_feed **out,
                          mr_error *err) MR_MUST_CHECK;
 mr_status cat_feed_sql(cat_feed *f, char *sql, bool rollback, mr_error *err) MR_MUST_CHECK;
 mr_status cat_feed_rows(cat_feed *f, const char *table, size_t ncols, size_t nrows, sql_value *vals,

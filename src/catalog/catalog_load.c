@@ -15,12 +15,12 @@
  * transaction; rows go to sql_engine_load_rows once per table. A load that
  * runs for more than PROGRESS_MS logs a progress line that often.
  *
- * catalog_load hands those engine calls to a feed thread (catalog_feed.c)
- * and reads on meanwhile; a chunk is CHUNK_ROWS rows, small enough that the
- * few chunks in flight cost little memory, large enough that the engine's
- * per-call cost does not show. cat_loader, inside its caller's pre-load
- * transaction (which only the caller's thread may use), calls the engine
- * itself.
+ * Those engine calls go through a feed (catalog_feed.c): catalog_load's
+ * runs them on a thread of its own and reads on meanwhile; a chunk is
+ * CHUNK_ROWS rows, small enough that the few chunks in flight cost little
+ * memory, large enough that the engine's per-call cost does not show. A
+ * cat_loader's feed runs them as they come, on the caller's thread, inside
+ * its pre-load transaction (which only that thread may use).
  */
 #include "catalog/catalog_internal.h"
 
@@ -64,7 +64,7 @@ typedef struct load_ctx {
   char **names; /* the inlined tables created, for catalog->inline_names */
   size_t nnames, names_cap;
   bool in_txn; /* cat_loader: inside the caller's pre-load transaction */
-  cat_feed *feed; /* catalog_load: the engine calls run there; NULL: here */
+  cat_feed *feed; /* where the engine calls go (threaded for catalog_load) */
   uint64_t t0_ms, last_log_ms;
 } load_ctx;
 
@@ -265,30 +265,14 @@ static mr_status exec(load_ctx *l, const char *sql, mr_error *err) {
 static mr_status flush_ddl(load_ctx *l, mr_error *err) {
   if (l->ddl_n == 0)
     return MR_OK;
-  if (l->in_txn) { /* the caller's transaction holds them */
-    mr_status rc = exec(l, l->ddl, err);
-    l->tables_created += l->ddl_n;
-    l->ddl_len = 0;
-    l->ddl_n = 0;
-    return rc;
-  }
-  static const char begin[] = "BEGIN; ", commit[] = "COMMIT";
-  size_t need = sizeof begin + l->ddl_len + sizeof commit;
+  /* in the caller's transaction they need no own one */
+  const char *begin = l->in_txn ? "" : "BEGIN; ", *commit = l->in_txn ? "" : "COMMIT";
+  size_t need = strlen(begin) + l->ddl_len + strlen(commit) + 1;
   char *sql = malloc(need);
   if (sql == NULL)
     return mr_fail(err, MR_ERR_NOMEM, "catalog load: out of memory");
   snprintf(sql, need, "%s%.*s%s", begin, (int)l->ddl_len, l->ddl, commit);
-  mr_status rc;
-  if (l->feed) {
-    rc = cat_feed_sql(l->feed, sql, true, err); /* the feed rolls back a failure */
-  } else {
-    rc = exec(l, sql, err);
-    free(sql);
-    sql_error ignore;
-    if (rc && sql_engine_exec(l->c->e, "ROLLBACK", &ignore) != MR_OK) {
-      /* no transaction was left open */
-    }
-  }
+  mr_status rc = cat_feed_sql(l->feed, sql, !l->in_txn, err); /* it rolls back a failure */
   if (rc)
     return rc;
   l->tables_created += l->ddl_n;
@@ -514,23 +498,11 @@ static mr_status buf_flush(load_ctx *l, rowbuf *b, mr_error *err) {
   mr_status rc = flush_ddl(l, err);
   if (rc || b->nrows == 0)
     return rc;
-  if (l->feed) { /* the feed takes the rows and their text */
-    rc = cat_feed_rows(l->feed, b->table, b->ncols, b->nrows, b->vals, b->text, text_chain_free,
-                       err);
-    b->vals = NULL;
-    b->cap = 0;
-    b->text = NULL;
-    b->nrows = 0;
-    return rc;
-  }
-  catalog *c = l->c;
-  sql_error se;
-  memset(&se, 0, sizeof se);
-  if (sql_engine_load_rows(c->e, c->schema[0] ? c->schema : "public", b->table, b->ncols, b->nrows,
-                           b->vals, &se))
-    rc = mr_fail(err, se.base.code ? se.base.code : MR_ERR_IO, "catalog load: %s: %s", b->table,
-                 se.base.msg);
-  text_free(b);
+  /* the feed takes the rows and their text */
+  rc = cat_feed_rows(l->feed, b->table, b->ncols, b->nrows, b->vals, b->text, text_chain_free, err);
+  b->vals = NULL;
+  b->cap = 0;
+  b->text = NULL;
   b->nrows = 0;
   return rc;
 }
@@ -597,7 +569,7 @@ mr_status catalog_load(catalog *c, size_t *nrows, mr_error *err) {
   }
   /* the engine's appends overlap the reading from here on (catalog_feed.c) */
   if (!rc)
-    rc = cat_feed_start(c->e, c->schema[0] ? c->schema : "public", &l.feed, err);
+    rc = cat_feed_start(c->e, c->schema[0] ? c->schema : "public", true, &l.feed, err);
   /* snapshots and history: all, or what a lazy load keeps (catalog_history.c) */
   if (!rc)
     rc = cat_history_load(c, visit, &l, err);
@@ -640,7 +612,13 @@ mr_status cat_loader_new(catalog *c, cat_loader **out, mr_error *err) {
   (*out)->l.c = c;
   (*out)->l.in_txn = true;
   (*out)->l.t0_ms = (*out)->l.last_log_ms = now_ms();
-  return MR_OK;
+  mr_status rc =
+      cat_feed_start(c->e, c->schema[0] ? c->schema : "public", false, &(*out)->l.feed, err);
+  if (rc) {
+    free(*out);
+    *out = NULL;
+  }
+  return rc;
 }
 
 mr_status cat_loader_visit(void *ctx, const mr_key *k, const ProtobufCMessage *m, mr_error *err) {
@@ -664,6 +642,9 @@ mr_status cat_loader_finish(cat_loader *ld, size_t *nrows, mr_error *err) {
 void cat_loader_free(cat_loader *ld) {
   if (ld == NULL)
     return;
+  mr_error ignore; /* an unthreaded feed has nothing left to run */
+  if (cat_feed_finish(ld->l.feed, true, &ignore) != MR_OK) {
+  }
   bufs_free(&ld->l);
   free(ld);
 }

@@ -468,6 +468,12 @@ def test_current_database_is_the_one_connected_to(server):
     assert psql(server, ask, db="other").stdout.strip() == "other|other|other|other|t"
     # the default database is still lake after another one opened
     assert psql(server, "SELECT current_database()").stdout.strip() == "lake"
+    # a name is the client's text: it reaches the engine only as a literal
+    hostile = "x'); DROP TABLE ducklake_snapshot; --"
+    assert psql(server, "SELECT current_database(), pg_database_size(current_database()) > 0",
+                db=hostile).stdout.strip() == hostile + "|t"
+    assert psql(server, "SELECT count(*) FROM pg_database WHERE datname = current_database()",
+                db=hostile).stdout.strip() == "1"
 
 
 def test_pg_database_size(server, tmp_path):

@@ -4,7 +4,8 @@
  * than the feed holds at once; after a failure nothing more runs, a failed
  * statement batch leaves no transaction open, and the failure reaches the
  * loader (from a later queue call or from finish) naming the statement; a
- * discarded feed runs nothing more; whatever the outcome, each chunk's text
+ * discarded feed runs nothing more; an unthreaded feed (a cat_loader's)
+ * runs each job inside its queue call; whatever the outcome, each chunk's text
  * is freed exactly once (the leak checks of `make sanitize` see the rest).
  *
  * Table contents are checked inside the engine: a query calls error() when
@@ -64,7 +65,7 @@ static void test_jobs_run_in_queue_order(void **state) {
   mr_error err;
   cat_feed *f = NULL;
   text_frees = 0;
-  assert_int_equal(cat_feed_start(e, "public", &f, &err), MR_OK);
+  assert_int_equal(cat_feed_start(e, "public", true, &f, &err), MR_OK);
   /* the table is created by the first job: the rows after it need it */
   char *ddl = strdup("BEGIN; CREATE TABLE public.ordered(id BIGINT PRIMARY KEY, name VARCHAR); "
                      "COMMIT");
@@ -85,7 +86,7 @@ static void test_a_failure_stops_the_feed_and_reaches_the_loader(void **state) {
   cat_feed *f = NULL;
   text_frees = 0;
   test_engine_exec(e, "CREATE TABLE public.after(id BIGINT, name VARCHAR)");
-  assert_int_equal(cat_feed_start(e, "public", &f, &err), MR_OK);
+  assert_int_equal(cat_feed_start(e, "public", true, &f, &err), MR_OK);
   char *bad = strdup("BEGIN; CREATE TABLE public.broken(x NO_SUCH_TYPE); COMMIT");
   assert_int_equal(cat_feed_sql(f, bad, true, &err), MR_OK);
   /* queued behind the failure: refused once the feed has failed, or taken
@@ -119,7 +120,7 @@ static void test_a_discarded_feed_runs_nothing_more(void **state) {
   cat_feed *f = NULL;
   text_frees = 0;
   test_engine_exec(e, "CREATE TABLE public.discarded(id BIGINT, name VARCHAR)");
-  assert_int_equal(cat_feed_start(e, "public", &f, &err), MR_OK);
+  assert_int_equal(cat_feed_start(e, "public", true, &f, &err), MR_OK);
   assert_int_equal(queue_chunk(f, "discarded", 0, &err), MR_OK);
   assert_int_equal(queue_chunk(f, "discarded", ROWS, &err), MR_OK);
   /* what runs before the discard is taken ran whole; nothing after it */
@@ -127,6 +128,31 @@ static void test_a_discarded_feed_runs_nothing_more(void **state) {
   assert_int_equal(text_frees, 2);
   test_engine_exec(e, "SELECT CASE WHEN (SELECT count(*) FROM public.discarded) IN (0, 1000, 2000) "
                       "THEN 1 ELSE error('a chunk ran in part') END");
+}
+
+/* A cat_loader's feed: each job runs inside its queue call, on the
+ * caller's thread, and a failure is that call's. */
+static void test_an_unthreaded_feed_runs_each_job_as_queued(void **state) {
+  sql_engine *e = *state;
+  mr_error err;
+  cat_feed *f = NULL;
+  text_frees = 0;
+  assert_int_equal(cat_feed_start(e, "public", false, &f, &err), MR_OK);
+  char *ddl = strdup("CREATE TABLE public.inline_feed(id BIGINT, name VARCHAR)");
+  assert_int_equal(cat_feed_sql(f, ddl, false, &err), MR_OK);
+  assert_int_equal(queue_chunk(f, "inline_feed", 0, &err), MR_OK);
+  count_is(e, "inline_feed", ROWS); /* already there, before finish */
+  assert_int_equal(text_frees, 1);
+  char *bad = strdup("CREATE TABLE public.inline_bad(x NO_SUCH_TYPE)");
+  assert_int_not_equal(cat_feed_sql(f, bad, false, &err), MR_OK);
+  assert_non_null(strstr(err.msg, "NO_SUCH_TYPE"));
+  mr_error again;
+  assert_int_not_equal(queue_chunk(f, "inline_feed", ROWS, &again), MR_OK);
+  assert_string_equal(again.msg, err.msg);
+  assert_int_equal(text_frees, 2);
+  count_is(e, "inline_feed", ROWS);
+  assert_int_not_equal(cat_feed_finish(f, false, &again), MR_OK);
+  assert_string_equal(again.msg, err.msg);
 }
 
 static void test_an_unstarted_feed_finishes_as_nothing(void **state) {
@@ -139,6 +165,7 @@ int main(void) {
       cmocka_unit_test(test_jobs_run_in_queue_order),
       cmocka_unit_test(test_a_failure_stops_the_feed_and_reaches_the_loader),
       cmocka_unit_test(test_a_discarded_feed_runs_nothing_more),
+      cmocka_unit_test(test_an_unthreaded_feed_runs_each_job_as_queued),
       cmocka_unit_test(test_an_unstarted_feed_finishes_as_nothing),
   };
   return cmocka_run_group_tests(tests, test_engine_setup, test_engine_teardown);
