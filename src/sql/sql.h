@@ -19,7 +19,9 @@
  *
  * 2. Capture. Every session transaction records its row changes as it runs:
  *    INSERT / UPDATE / DELETE (also under WITH, also UPDATE ... FROM) are run
- *    with a RETURNING list of every column (as text) appended and the
+ *    with a RETURNING list of every column appended (cast to text, except
+ *    integer, boolean, text and BLOB columns, which capture spells itself
+ *    as that same text) and the
  *    returned rows are kept, so the cost is proportional to the rows changed —
  *    tables are never diffed. COPY ... FROM STDIN goes through a staging table
  *    and the same INSERT ... RETURNING. Temporary tables are not captured.

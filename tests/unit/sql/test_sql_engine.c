@@ -255,6 +255,59 @@ static void capture_and_hooks(void **state) {
   sql_strbuf_free(&h.seen);
 }
 
+/* The capture forms the text of integer, boolean and text columns itself
+ * (sql_capture.c) and has the engine cast the rest: either way each cell
+ * must be the text DuckDB's own CAST(... AS VARCHAR) gives, which is what
+ * the store parses. The engine's cast of the same rows is the oracle. */
+static void captured_text_is_the_engines_cast(void **state) {
+  fixture *f = *state;
+  hook_log h = {0};
+  sql_commit_hooks hooks = {&h, h_prepare, h_finished, known_any};
+  sql_engine_set_commit_hooks(f->e, &hooks);
+  PRELOAD(f, "CREATE TABLE public.ducklake_ty (b BOOLEAN, i1 TINYINT, i2 SMALLINT, i4 INTEGER, "
+             "i8 BIGINT, u1 UTINYINT, u2 USMALLINT, u4 UINTEGER, u8 UBIGINT, t VARCHAR, "
+             "ts TIMESTAMP WITH TIME ZONE, d DECIMAL(18,3), f DOUBLE, u UUID)");
+  ASSERT_RUN(f,
+             "INSERT INTO ducklake_ty VALUES "
+             "(false, -128, -32768, -2147483648, -9223372036854775808, 0, 0, 0, 0, '', "
+             "'1970-01-01 00:00:00+00', -0.5, -1e300, '00000000-0000-0000-0000-000000000000'), "
+             "(NULL, NULL, NULL, 0, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL), "
+             "(true, 127, 32767, 2147483647, 9223372036854775807, 255, 65535, 4294967295, "
+             "18446744073709551615, 'caf\xc3\xa9 \"x\"', '2024-02-29 23:59:59.123456+00', "
+             "123456789012345.678, 0.1, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')",
+             "C INSERT 0 3|");
+  /* (the front admits || and coalesce, not concat_ws) */
+  sql_strbuf q = {0};
+  static const char *const cols[] = {"b",  "i1", "i2", "i4", "i8", "u1", "u2",
+                                     "u4", "u8", "t",  "ts", "d",  "f",  "u"};
+  sql_strbuf_add(&q, "SELECT ");
+  for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+    sql_strbuf_addf(&q, "%scoalesce(CAST(%s AS VARCHAR), 'NULL')", i ? " || ',' || " : "", cols[i]);
+  sql_strbuf_add(&q, " AS r FROM ducklake_ty ORDER BY i8");
+  char *oracle = run(f, q.data);
+  sql_strbuf_free(&q);
+  /* "T r:1043|D <row>|D <row>|D <row>|C SELECT 3|" -> the capture's form */
+  sql_strbuf want = {0};
+  sql_strbuf_add(&want, "[INSERT public.ducklake_ty");
+  const char *p = oracle;
+  int rows = 0;
+  while ((p = strstr(p, "|D ")) != NULL) {
+    p += 3;
+    const char *end = strchr(p, '|');
+    assert_non_null(end);
+    sql_strbuf_add(&want, " (");
+    sql_strbuf_addn(&want, p, (size_t)(end - p));
+    sql_strbuf_add(&want, ")");
+    rows++;
+  }
+  sql_strbuf_add(&want, "]");
+  assert_int_equal(rows, 3);
+  assert_string_equal(h.seen.data, want.data);
+  free(oracle);
+  sql_strbuf_free(&want);
+  sql_strbuf_free(&h.seen);
+}
+
 static void transaction_states(void **state) {
   fixture *f = *state;
   PRELOAD(f, "CREATE TABLE public.ducklake_m (a INT)");
@@ -882,6 +935,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(preload_then_query, setup, teardown),
       cmocka_unit_test_setup_teardown(capture_and_hooks, setup, teardown),
+      cmocka_unit_test_setup_teardown(captured_text_is_the_engines_cast, setup, teardown),
       cmocka_unit_test_setup_teardown(transaction_states, setup, teardown),
       cmocka_unit_test_setup_teardown(extended_reads_outside_a_block_open_none, setup, teardown),
       cmocka_unit_test_setup_teardown(deallocate_and_discard_reach_the_protocol_layer, setup,
