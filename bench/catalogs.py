@@ -25,6 +25,10 @@ Measured:
                 catalogs only)
     cold start  moraine only: process start -> ready line, on the store that
                 holds the workload's catalog, median of COLD_N
+    client CPU  the DuckDB client's own CPU time (all its threads) in a commit,
+                in ATTACH + first query and in a time-travel query, median: the
+                part of each latency no catalog server can take away (for a
+                DuckDB or SQLite file it includes the catalog's own work)
 
 Everything runs on loopback in temp dirs that are removed at the end; the
 PostgreSQL cluster and every moraine process are stopped even on failure.
@@ -111,6 +115,12 @@ def free_port():
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def cpu_ms(c0):
+    """This process's CPU time (every thread: the DuckDB client's own work)
+    since c0 = time.process_time(), in ms."""
+    return (time.process_time() - c0) * 1000
 
 
 def ms(t0):
@@ -287,11 +297,13 @@ def run_all(cats, args, sqlite_ext, works):
             cons[n].execute(cats[n].attach_sql(data[n]))
             cons[n].execute("CREATE TABLE lake.t(a INTEGER, b VARCHAR)")
         lat = {n: [] for n in names}
+        cpu = {n: [] for n in names}
         for i in range(args.commits):
             for n in rr(i):
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 cons[n].execute(f"INSERT INTO lake.t VALUES ({i}, 'v{i}')")
                 lat[n].append(ms(t0))
+                cpu[n].append(cpu_ms(c0))
         snaps = {}
         for n in names:
             con = cons.pop(n)
@@ -302,27 +314,32 @@ def run_all(cats, args, sqlite_ext, works):
             r = res[n]
             r["commit_p50"], r["commit_p99"], r["commit_max"] = pct(lat[n], 50), pct(lat[n], 99), max(lat[n])
             r["snapshots"], r["files"] = len(snaps[n]), files
+            r["commit_cpu"] = pct(cpu[n], 50)
 
         # attach on fresh connections, one at a time per catalog (a DuckDB-file
         # catalog is locked by the instance that has it open)
         att = {n: [] for n in names}
         attq = {n: [] for n in names}
+        attq_cpu = {n: [] for n in names}
         for i in range(args.attach_n):
             for n in rr(i):
                 con = open_con(sqlite_ext)
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 con.execute(cats[n].attach_sql(data[n]))
                 att[n].append(ms(t0))
                 cnt = con.execute("SELECT count(*) FROM lake.t").fetchone()[0]
                 attq[n].append(ms(t0))
+                attq_cpu[n].append(cpu_ms(c0))
                 con.close()
                 assert cnt == args.commits, (n, cnt)
         for n in names:
             res[n]["attach"], res[n]["attach_q"] = statistics.median(att[n]), statistics.median(attq[n])
+            res[n]["attach_q_cpu"] = statistics.median(attq_cpu[n])
 
         # time travel over the insert history (versions after CREATE TABLE)
         step = max(1, args.commits // args.tt_versions)
         tt = {n: [] for n in names}
+        tt_cpu = {n: [] for n in names}
         for n in names:
             cons[n] = open_con(sqlite_ext)
             cons[n].execute(cats[n].attach_sql(data[n]))
@@ -332,14 +349,16 @@ def run_all(cats, args, sqlite_ext, works):
                 for n in rr(i):
                     first = snaps[n][-args.commits]  # snapshot of the first INSERT
                     k = first + j * step
-                    t0 = time.perf_counter()
+                    c0, t0 = time.process_time(), time.perf_counter()
                     cnt = cons[n].execute(f"SELECT count(*) FROM lake.t AT (VERSION => {k})").fetchone()[0]
                     tt[n].append(ms(t0))
+                    tt_cpu[n].append(cpu_ms(c0))
                     assert cnt == k - first + 1, (n, k, cnt)
                 i += 1
         for n in names:
             cons.pop(n).close()
             res[n]["tt"] = statistics.median(tt[n])
+            res[n]["tt_cpu"] = statistics.median(tt_cpu[n])
 
         # 1000-row commits: each writes one Parquet file (past the inlining limit)
         bulk = {n: [] for n in names}
@@ -465,6 +484,9 @@ def rows_for(args):
         rows.append((f"commits given up, {w} writer{'s' if w > 1 else ''}", f"w{w}_fail"))
     rows += [
         ("time travel ms (median)", "tt"),
+        ("client CPU in a commit ms (median)", "commit_cpu"),
+        ("client CPU in attach + first query ms (median)", "attach_q_cpu"),
+        ("client CPU in a time travel ms (median)", "tt_cpu"),
         ("SELECT 1 round trip us (median)", "select1_us"),
         ("cold start ms (median)", "cold"),
         ("cold start ms (min)", "cold_min"),

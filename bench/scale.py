@@ -23,6 +23,8 @@ that load. Then measured:
                 SELECT count(*) ... AT (VERSION => k): that query's time
     cold start  moraine only: spawn -> ready line on the built store, median
     rss idle    moraine only: VmRSS of the restarted server, ready and idle
+    client CPU  the DuckDB client's own CPU time in a commit, in ATTACH + count
+                and in the first time travel, median: what no server takes away
 
 The catalogs' phases are interleaved round-robin so background load hits
 both alike. Everything runs on loopback in temp dirs removed at the end.
@@ -46,7 +48,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import catalogs  # noqa: E402  (catalog drivers, temp dirs, cleanup)
 import synthetic  # noqa: E402  (catalogs written as rows, for the large sizes)
-from catalogs import Moraine, Postgres, ms, pct, tempdir  # noqa: E402
+from catalogs import Moraine, Postgres, cpu_ms, ms, pct, tempdir  # noqa: E402
 
 import duckdb  # noqa: E402
 
@@ -142,13 +144,15 @@ def run_size(n, args):
                 res[name]["build_s"] = build(con, n, args.batch)
             cons[name] = con
         lat = {name: [] for name in names}
+        cpu = {name: [] for name in names}
         step = stride(n)
         for i in range(commits):
             j = (i * step) % n
             for name in rr(i):
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 cons[name].execute(f"INSERT INTO {table_name(j)} VALUES {row(n + i)}")
                 lat[name].append(ms(t0))
+                cpu[name].append(cpu_ms(c0))
         tenth = max(1, commits // 10)
         for name in names:
             snaps = [r[0] for r in cons[name].execute(
@@ -157,33 +161,38 @@ def run_size(n, args):
             r, xs = res[name], lat[name]
             r["commit_p50"], r["commit_p95"] = pct(xs, 50), pct(xs, 95)
             r["commit_first"], r["commit_last"] = pct(xs[:tenth], 50), pct(xs[-tenth:], 50)
+            r["commit_cpu"] = pct(cpu[name], 50)
             r["snapshots"] = len(snaps)
             # time travel to the snapshot before the measured commits
             r["tt_version"] = snaps[-commits - 1]
 
-        att, attq, tt = ({name: [] for name in names} for _ in range(3))
+        att, attq, tt, attq_cpu, tt_cpu = ({name: [] for name in names} for _ in range(5))
         for i in range(args.attach_n):
             for name in rr(i):
                 con = catalogs.open_con(None)
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 con.execute(cats[name].attach_sql(data[name]))
                 att[name].append(ms(t0))
                 cnt = con.execute(f"SELECT count(*) FROM {table_name(0)}").fetchone()[0]
                 attq[name].append(ms(t0))
+                attq_cpu[name].append(cpu_ms(c0))
                 con.close()
                 assert cnt >= 1, (name, cnt)
                 con = catalogs.open_con(None)
                 con.execute(cats[name].attach_sql(data[name]))
                 v = res[name]["tt_version"]
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 cnt = con.execute(f"SELECT count(*) FROM {table_name(0)} AT (VERSION => {v})").fetchone()[0]
                 tt[name].append(ms(t0))
+                tt_cpu[name].append(cpu_ms(c0))
                 con.close()
                 assert cnt == rows0, (name, v, cnt)
         for name in names:
             res[name]["attach"] = statistics.median(att[name])
             res[name]["attach_q"] = statistics.median(attq[name])
             res[name]["tt"] = statistics.median(tt[name])
+            res[name]["attach_q_cpu"] = statistics.median(attq_cpu[name])
+            res[name]["tt_cpu"] = statistics.median(tt_cpu[name])
     finally:
         for name in names:
             cats[name].stop()
@@ -212,6 +221,9 @@ ROWS = [
     ("ATTACH ms (median)", "attach"),
     ("ATTACH + count(*) ms (median)", "attach_q"),
     ("first time travel after ATTACH ms (median)", "tt"),
+    ("client CPU in a commit ms (median)", "commit_cpu"),
+    ("client CPU in ATTACH + count(*) ms (median)", "attach_q_cpu"),
+    ("client CPU in the first time travel ms (median)", "tt_cpu"),
     ("cold start spawn->ready ms (median)", "cold"),
     ("server RSS idle after restart MiB", "rss"),
     ("build (schemas, tables, seed rows) s; synthetic: load s", "build_s"),
