@@ -23,8 +23,9 @@ that load. Then measured:
                 SELECT count(*) ... AT (VERSION => k): that query's time
     cold start  moraine only: spawn -> ready line on the built store, median
     rss idle    moraine only: VmRSS of the restarted server, ready and idle
-    client CPU  the DuckDB client's own CPU time in a commit, in ATTACH + count
-                and in the first time travel, median: what no server takes away
+    client CPU  CPU time of the client thread that runs a commit, ATTACH +
+                count and the first time travel, median: a floor under each
+                latency that no catalog server can remove (bench/catalogs.py)
 
 The catalogs' phases are interleaved round-robin so background load hits
 both alike. Everything runs on loopback in temp dirs removed at the end.
@@ -149,7 +150,7 @@ def run_size(n, args):
         for i in range(commits):
             j = (i * step) % n
             for name in rr(i):
-                c0, t0 = time.process_time(), time.perf_counter()
+                c0, t0 = time.thread_time(), time.perf_counter()
                 cons[name].execute(f"INSERT INTO {table_name(j)} VALUES {row(n + i)}")
                 lat[name].append(ms(t0))
                 cpu[name].append(cpu_ms(c0))
@@ -170,7 +171,7 @@ def run_size(n, args):
         for i in range(args.attach_n):
             for name in rr(i):
                 con = catalogs.open_con(None)
-                c0, t0 = time.process_time(), time.perf_counter()
+                c0, t0 = time.thread_time(), time.perf_counter()
                 con.execute(cats[name].attach_sql(data[name]))
                 att[name].append(ms(t0))
                 cnt = con.execute(f"SELECT count(*) FROM {table_name(0)}").fetchone()[0]
@@ -181,7 +182,7 @@ def run_size(n, args):
                 con = catalogs.open_con(None)
                 con.execute(cats[name].attach_sql(data[name]))
                 v = res[name]["tt_version"]
-                c0, t0 = time.process_time(), time.perf_counter()
+                c0, t0 = time.thread_time(), time.perf_counter()
                 cnt = con.execute(f"SELECT count(*) FROM {table_name(0)} AT (VERSION => {v})").fetchone()[0]
                 tt[name].append(ms(t0))
                 tt_cpu[name].append(cpu_ms(c0))
