@@ -194,7 +194,7 @@ mr_status cat_feed_rows(cat_feed *f, const char *table, size_t ncols, size_t nro
   return enqueue(f, j, err);
 }
 
-mr_status cat_feed_finish(cat_feed *f, bool discard, mr_error *err) {
+static mr_status feed_close(cat_feed *f, bool discard, mr_error *err) {
   if (f == NULL)
     return MR_OK;
   pthread_mutex_lock(&f->mu);
@@ -212,4 +212,13 @@ mr_status cat_feed_finish(cat_feed *f, bool discard, mr_error *err) {
   free(f->schema);
   free(f);
   return rc;
+}
+
+mr_status cat_feed_finish(cat_feed *f, bool discard, mr_error *err) {
+  return feed_close(f, discard, err);
+}
+
+void cat_feed_discard(cat_feed *f) {
+  mr_error unused; /* a discarding close reports no failure */
+  feed_close(f, true, &unused);
 }

@@ -114,7 +114,8 @@ void cat_loader_free(cat_loader *ld);
  * rollback: it opens a transaction, rolled back if it fails);
  * cat_feed_rows appends rows with sql_engine_load_rows (vals and, through
  * text_free, text: what the cells point into). cat_feed_finish waits for
- * what is queued (or drops it, discard) and frees the feed.
+ * what is queued (or drops it, discard) and frees the feed;
+ * cat_feed_discard drops it and frees the feed (it cannot fail).
  */
 typedef struct cat_feed cat_feed;
 mr_status cat_feed_start(sql_engine *e, const char *schema, bool threaded, cat_feed **out,
@@ -123,6 +124,7 @@ mr_status cat_feed_sql(cat_feed *f, char *sql, bool rollback, mr_error *err) MR_
 mr_status cat_feed_rows(cat_feed *f, const char *table, size_t ncols, size_t nrows, sql_value *vals,
                         void *text, void (*text_free)(void *text), mr_error *err) MR_MUST_CHECK;
 mr_status cat_feed_finish(cat_feed *f, bool discard, mr_error *err) MR_MUST_CHECK;
+void cat_feed_discard(cat_feed *f);
 
 /* One parsed column of a CREATE TABLE: name and type text (malloc'd). */
 typedef struct cat_ddl_col {

@@ -642,9 +642,7 @@ mr_status cat_loader_finish(cat_loader *ld, size_t *nrows, mr_error *err) {
 void cat_loader_free(cat_loader *ld) {
   if (ld == NULL)
     return;
-  mr_error ignore; /* an unthreaded feed has nothing left to run */
-  if (cat_feed_finish(ld->l.feed, true, &ignore) != MR_OK) {
-  }
+  cat_feed_discard(ld->l.feed); /* unthreaded: nothing is left to run */
   bufs_free(&ld->l);
   free(ld);
 }

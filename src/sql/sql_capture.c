@@ -120,7 +120,8 @@ static bool same_table(const sql_change_batch *b, int op, const char *schema, co
  * is cast by the engine in the RETURNING list. A CAST per column costs as
  * much as the DML it follows (DuckLake's commit batch: 6.8 ms with casts,
  * 3.9 ms returning the columns as they are), and DuckLake's catalog tables
- * are nearly all integers and text. */
+ * are nearly all integers and text. cell_text has a case for each of them
+ * (and fails the capture, never guesses, on a type it lacks). */
 static bool returned_as_is(duckdb_type t) {
   switch (t) {
   case DUCKDB_TYPE_BOOLEAN:
