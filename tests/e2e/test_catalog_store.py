@@ -155,6 +155,38 @@ def test_update_of_inlined_row_survives_restart(tmp_path, store):
     assert old_after == old
 
 
+def test_clean_stop_after_bulk_commits_is_prompt_and_keeps_them(tmp_path, store):
+    # Each 1000-row inlined commit makes the store flush its memtable to L0
+    # SSTs; closing the store flushes once more, and a flush waits while L0
+    # is full. With SlateDB's default compaction polling (5 s, 5 s) and L0
+    # budget (8 SSTs, filled in two flushes across segments), SIGTERM after
+    # such a burst took 9-12 s; the server must stop promptly and keep all.
+    server = Server("--store", store)
+    try:
+        con = connect()
+        con.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake "
+                    f"(DATA_PATH '{tmp_path / 'data'}', DATA_INLINING_ROW_LIMIT 1000)")
+        con.execute("CREATE TABLE lake.t(i INTEGER, s VARCHAR)")
+        for k in range(12):
+            con.execute(f"INSERT INTO lake.t SELECT i, 'row ' || i "
+                        f"FROM range({k * 1000}, {(k + 1) * 1000}) r(i)")
+        con.close()
+    finally:
+        t0 = time.monotonic()
+        rc = server.stop()
+        stop_s = time.monotonic() - t0
+    assert rc == 0, server.log()
+    assert stop_s < 5, f"SIGTERM took {stop_s:.1f} s to stop the server"
+    server = Server("--store", store)
+    try:
+        con = attach_moraine(server, tmp_path / "data")
+        got = con.execute("SELECT count(*), count(DISTINCT i), min(i), max(i) FROM lake.t").fetchone()
+        con.close()
+    finally:
+        server.stop()
+    assert got == (12000, 12000, 0, 11999)
+
+
 def test_sigkill_keeps_every_acknowledged_commit(tmp_path, store):
     server = Server("--store", store)
     con = attach_moraine(server, tmp_path / "data")

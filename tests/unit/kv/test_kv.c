@@ -722,7 +722,9 @@ static void gc_keeps_up_on_a_folder_store(void **state) {
   mr_error err;
   if (kv_usage(db, NULL, &objects, &bytes, &err) != MR_OK)
     fail_msg("kv_usage: %s", err.msg);
-  assert_true(objects > 600 && bytes > 600 * 1024); /* at least the WAL of the puts */
+  /* the six kept values at least (the collector may already have taken WAL
+   * objects whose data a flush and merge moved on) */
+  assert_true(objects > 0 && bytes >= 6 * sizeof val);
   assert_int_equal(kv_flush(db, &err), MR_OK);
   for (int i = 0; i < 600; i += 100) {
     snprintf(k, sizeof k, "%c%05d", 'a' + i % 3, i);

@@ -33,7 +33,7 @@ use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, RetryConfig};
 use slatedb::config::{
-    CompactorOptions, DbReaderOptions, DurabilityLevel, FlushOptions, FlushType, GarbageCollectorDirectoryOptions,
+    CompactionWorkerOptions, CompactorOptions, DbReaderOptions, DurabilityLevel, FlushOptions, FlushType, GarbageCollectorDirectoryOptions,
     GarbageCollectorOptions, ObjectStoreCacheOptions, ReadOptions, ScanOptions, Settings,
     WriteOptions,
 };
@@ -939,6 +939,7 @@ pub unsafe extern "C" fn sdb_open(
             if a.l0_sst_bytes > 0 {
                 settings.l0_sst_size_bytes = a.l0_sst_bytes as usize;
             }
+            settings.l0_max_ssts = L0_MAX_SSTS;
             settings.garbage_collector_options = Some(gc_options(a.gc_interval_ms, a.gc_min_age_ms));
             settings.compactor_options = Some(compactor_options());
             let mut b = Db::builder(path, store).with_settings(settings);
@@ -1597,6 +1598,20 @@ pub unsafe extern "C" fn sdb_txn_rollback(t: *mut SdbTxn) {
     drop_in(rt, txn);
 }
 
+/// How often the compactor looks for L0 SSTs to merge, and its worker for
+/// merges to run (SlateDB's default: 5 s each). A memtable flush waits while
+/// L0 is full, and so does closing the store (it flushes the memtable): at
+/// 5 s + 5 s, a close after a burst of bulk commits waited ~10 s for merges.
+/// Each poll reads one small object.
+const COMPACTION_POLL: Duration = Duration::from_secs(1);
+
+/// L0 SSTs allowed across the whole key space before memtable flushes wait
+/// for a merge. Every flush writes one L0 SST per segment it holds keys of
+/// (a DuckLake commit touches several), so SlateDB's default of 8 filled in
+/// two flushes; what bounds a read is the per-key limit
+/// (`l0_max_ssts_per_key`, default 8), which stays.
+const L0_MAX_SSTS: usize = 64;
+
 /// SlateDB's size-tiered compactor, tuned for a catalog: merge as soon as a
 /// tree has two runs, and take runs up to 64 times the size of the newest
 /// into one merge. A catalog's trees are small (megabytes), so each memtable
@@ -1607,6 +1622,11 @@ pub unsafe extern "C" fn sdb_txn_rollback(t: *mut SdbTxn) {
 /// more than 64 flushes large merges by tiers, so reclaiming there is slower.
 fn compactor_options() -> CompactorOptions {
     let mut o = CompactorOptions::default();
+    o.poll_interval = COMPACTION_POLL;
+    o.worker = Some(CompactionWorkerOptions {
+        compactions_poll_interval: COMPACTION_POLL,
+        ..CompactionWorkerOptions::default()
+    });
     for (k, v) in [
         ("min_compaction_sources", "2"),
         ("max_compaction_sources", "16"),
