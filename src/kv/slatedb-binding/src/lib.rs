@@ -33,9 +33,9 @@ use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, RetryConfig};
 use slatedb::config::{
-    CompactionWorkerOptions, CompactorOptions, DbReaderOptions, DurabilityLevel, FlushOptions, FlushType, GarbageCollectorDirectoryOptions,
-    GarbageCollectorOptions, ObjectStoreCacheOptions, ReadOptions, ScanOptions, Settings,
-    WriteOptions,
+    CompactionWorkerOptions, CompactorOptions, DbReaderOptions, DurabilityLevel, FlushOptions,
+    FlushType, GarbageCollectorDirectoryOptions, GarbageCollectorOptions, ObjectStoreCacheOptions,
+    ReadOptions, ScanOptions, Settings, WriteOptions,
 };
 use slatedb::{
     CloseReason, Db, DbIterator, DbReader, DbSnapshot, DbTransaction, ErrorKind, IsolationLevel,
