@@ -941,7 +941,7 @@ pub unsafe extern "C" fn sdb_open(
             }
             settings.l0_max_ssts = L0_MAX_SSTS;
             settings.garbage_collector_options = Some(gc_options(a.gc_interval_ms, a.gc_min_age_ms));
-            settings.compactor_options = Some(compactor_options());
+            settings.compactor_options = Some(compactor_options(is_local_store(url)));
             let mut b = Db::builder(path, store).with_settings(settings);
             if let Some(x) = extractor {
                 b = b.with_segment_extractor(x);
@@ -1598,12 +1598,19 @@ pub unsafe extern "C" fn sdb_txn_rollback(t: *mut SdbTxn) {
     drop_in(rt, txn);
 }
 
-/// How often the compactor looks for L0 SSTs to merge, and its worker for
-/// merges to run (SlateDB's default: 5 s each). A memtable flush waits while
-/// L0 is full, and so does closing the store (it flushes the memtable): at
-/// 5 s + 5 s, a close after a burst of bulk commits waited ~10 s for merges.
-/// Each poll reads one small object.
-const COMPACTION_POLL: Duration = Duration::from_secs(1);
+/// How often, on a local store (`file://`, `memory://`), the compactor looks
+/// for L0 SSTs to merge and its worker for merges to run. A memtable flush
+/// waits while L0 is full, and so does closing the store (it flushes the
+/// memtable): at SlateDB's 5 s + 5 s, a stop after a burst of bulk commits
+/// waited 9-12 s for merges. On an object store each poll is requests
+/// (measured: +5 GET and +3 LIST a second idle, most of an idle server's
+/// bill), so object stores keep SlateDB's interval.
+const LOCAL_COMPACTION_POLL: Duration = Duration::from_secs(1);
+
+/// Is `url` a store whose reads cost nothing but the read?
+fn is_local_store(url: &str) -> bool {
+    url.starts_with("file://") || url.starts_with("memory://")
+}
 
 /// L0 SSTs allowed across the whole key space before memtable flushes wait
 /// for a merge. Every flush writes one L0 SST per segment it holds keys of
@@ -1620,13 +1627,15 @@ const L0_MAX_SSTS: usize = 64;
 /// DuckLake expiry or flush deleted leave the store within a few flushes,
 /// not when the tree has grown fourfold (SlateDB's default tiers). A tree
 /// more than 64 flushes large merges by tiers, so reclaiming there is slower.
-fn compactor_options() -> CompactorOptions {
+fn compactor_options(local: bool) -> CompactorOptions {
     let mut o = CompactorOptions::default();
-    o.poll_interval = COMPACTION_POLL;
-    o.worker = Some(CompactionWorkerOptions {
-        compactions_poll_interval: COMPACTION_POLL,
-        ..CompactionWorkerOptions::default()
-    });
+    if local {
+        o.poll_interval = LOCAL_COMPACTION_POLL;
+        o.worker = Some(CompactionWorkerOptions {
+            compactions_poll_interval: LOCAL_COMPACTION_POLL,
+            ..CompactionWorkerOptions::default()
+        });
+    }
     for (k, v) in [
         ("min_compaction_sources", "2"),
         ("max_compaction_sources", "16"),
