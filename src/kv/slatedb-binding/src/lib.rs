@@ -941,7 +941,8 @@ pub unsafe extern "C" fn sdb_open(
             }
             settings.l0_max_ssts = L0_MAX_SSTS;
             settings.garbage_collector_options = Some(gc_options(a.gc_interval_ms, a.gc_min_age_ms));
-            settings.compactor_options = Some(compactor_options(is_local_store(url)));
+            // resolve_store gives a probe client to cloud stores only
+            settings.compactor_options = Some(compactor_options(quick.is_none()));
             let mut b = Db::builder(path, store).with_settings(settings);
             if let Some(x) = extractor {
                 b = b.with_segment_extractor(x);
@@ -1606,11 +1607,6 @@ pub unsafe extern "C" fn sdb_txn_rollback(t: *mut SdbTxn) {
 /// 1 s an idle server made +5 GETs and +3 LISTs a second, nearly twice its
 /// requests), so object stores keep SlateDB's interval.
 const LOCAL_COMPACTION_POLL: Duration = Duration::from_secs(1);
-
-/// Is `url` a store whose reads cost nothing but the read?
-fn is_local_store(url: &str) -> bool {
-    url.starts_with("file://") || url.starts_with("memory://")
-}
 
 /// L0 SSTs allowed across the whole key space before memtable flushes wait
 /// for a merge. Every flush writes one L0 SST per segment it holds keys of
