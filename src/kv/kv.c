@@ -22,6 +22,7 @@ struct kv_db {
   atomic_uint_fast64_t gets;
   atomic_uint_fast64_t keys_read;
   atomic_uint_fast64_t bytes_read;
+  atomic_bool wrote; /* a batch or transaction was written through this handle */
 };
 
 struct kv_iter {
@@ -352,7 +353,14 @@ void kv_batch_free(kv_batch *b) {
 
 mr_status kv_write(kv_db *db, const kv_batch *b, mr_error *err) {
   char msg[MR_ERROR_MSG_MAX];
-  return done(sdb_write(db->h, b->h, msg, sizeof msg), msg, "kv_write", err);
+  mr_status rc = done(sdb_write(db->h, b->h, msg, sizeof msg), msg, "kv_write", err);
+  if (rc == MR_OK)
+    atomic_store(&db->wrote, true);
+  return rc;
+}
+
+bool kv_has_written(const kv_db *db) {
+  return atomic_load((atomic_bool *)&db->wrote); /* C11 loads need a non-const object */
 }
 
 /* ---- pinned snapshots -------------------------------------------------- */
@@ -471,6 +479,8 @@ mr_status kv_txn_commit(kv_txn *t, mr_error *err) {
     return mr_fail(err, MR_ERR_INVALID, "kv_txn_commit: NULL transaction");
   char msg[MR_ERROR_MSG_MAX];
   int rc = sdb_txn_commit(t->h, msg, sizeof msg);
+  if (rc == SDB_OK)
+    atomic_store(&t->db->wrote, true);
   child_closed(t->db);
   free(t);
   return done(rc, msg, "kv_txn_commit", err);

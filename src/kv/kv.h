@@ -89,6 +89,7 @@
 #ifndef MR_KV_H
 #define MR_KV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -236,6 +237,10 @@ mr_status kv_usage(kv_db *db, const char *skip_top, uint64_t *objects, uint64_t 
  * MR_ERR_INVALID on a writer, or while children are open.
  */
 mr_status kv_refresh(kv_db *db, mr_error *err) MR_MUST_CHECK;
+
+/* True once a batch or transaction was written through db (kv_write,
+ * kv_txn_commit) since it was opened. */
+bool kv_has_written(const kv_db *db);
 
 /* Copies db's read counters into *out. */
 void kv_stats(const kv_db *db, kv_read_stats *out);

@@ -4,9 +4,9 @@
  * keys without sys/format, a store without the segment extractor), head
  * conflicts, create-only mappings, the changelog window, expiry that is
  * stopped or crashes mid-way and is rerun, the last-16 maintenance status,
- * a fenced writer turning failed, and what a read replica reads (every
+ * a fenced writer turning failed, what a read replica reads (every
  * version of one entity, a reader that follows the writer, a view that
- * does not).
+ * does not), and a clean close that leaves no WAL object to replay.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,9 +15,12 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "kv/kv.h"
@@ -55,8 +58,9 @@ static void expect_refused(const char *url, const char *needle) {
   assert_non_null(strstr(e.msg, needle));
 }
 
-/* A commit with snapshot s and one schema (id, name). */
-static mr_status commit_schema(store *st, store_head h, uint64_t s, uint64_t id, const char *name, mr_error *e) {
+/* A commit with snapshot s and one schema (id, name, path; path may be NULL). */
+static mr_status commit_schema_at(store *st, store_head h, uint64_t s, uint64_t id,
+                                  const char *name, const char *path, mr_error *e) {
   store_commit *c = NULL;
   mr_status rc = store_commit_begin(st, h, &c, e);
   if (rc)
@@ -67,6 +71,7 @@ static mr_status commit_schema(store *st, store_head h, uint64_t s, uint64_t id,
   sc.schema_id = (int64_t)id;
   sc.begin_snapshot = (int64_t)s;
   sc.schema_name = (char *)name;
+  sc.path = (char *)path;
   mr_key k = {.kind = MR_KK_SCHEMA, .c = {id}};
   rc = store_commit_snapshot(c, &snap, e);
   if (!rc)
@@ -76,6 +81,12 @@ static mr_status commit_schema(store *st, store_head h, uint64_t s, uint64_t id,
     return rc;
   }
   return store_commit_write(c, NULL, e);
+}
+
+/* A commit with snapshot s and one schema (id, name). */
+static mr_status commit_schema(store *st, store_head h, uint64_t s, uint64_t id, const char *name,
+                               mr_error *e) {
+  return commit_schema_at(st, h, s, id, name, NULL, e);
 }
 
 static int64_t now_us(void) {
@@ -696,6 +707,74 @@ static void test_fenced_fails(void **state) {
   must(store_close(b, &e), &e);
 }
 
+/* Overwrites every WAL object that holds data under the store folder at
+ * url with bytes that do not decode; returns how many it overwrote. */
+static int spoil_wal_objects(const char *url) {
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/wal", url + strlen("file://"));
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int spoiled = 0;
+  for (struct dirent *de; (de = readdir(d)) != NULL;) {
+    char path[4600];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    struct stat sb;
+    if (de->d_name[0] == '.' || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+      continue; /* zero bytes: a writer's fence, which holds nothing to replay */
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    for (off_t i = 0; i < sb.st_size; i++)
+      fputc('x', f);
+    assert_int_equal(fclose(f), 0);
+    spoiled++;
+  }
+  closedir(d);
+  return spoiled;
+}
+
+/* After a clean close every write is behind SlateDB's replay point, so the
+ * next open reads no WAL object, even when the session's last commit filled
+ * the memtable by itself (SlateDB then freezes it at the WAL object before
+ * that commit's; store_close writes sys/head again to move the point on).
+ * Shown by spoiling every WAL object that holds data: the open must not
+ * notice, and the commits must all be there, from L0. */
+static void test_clean_close_leaves_no_wal_to_replay(void **state) {
+  (void)state;
+  char url[4096];
+  mr_error e;
+  store *st = open_new("settle", url, sizeof url, 0);
+  must(commit_schema(st, store_get_head(st), 0, 1, "main", &e), &e);
+  enum { BIG = 3 * KV_DEFAULT_L0_SST_BYTES / 2 }; /* fills a memtable alone */
+  char *big = malloc(BIG + 1);
+  assert_non_null(big);
+  memset(big, 'b', BIG);
+  big[BIG] = '\0';
+  must(commit_schema_at(st, store_get_head(st), 1, 2, "big", big, &e), &e);
+  store_head h = store_get_head(st);
+  must(store_close(st, &e), &e);
+
+  assert_true(spoil_wal_objects(url) > 0);
+  must(store_open(url, NULL, &st, &e), &e);
+  store_head h2 = store_get_head(st);
+  assert_int_equal(h2.snapshot_id, h.snapshot_id);
+  assert_int_equal(h2.batch_count, h.batch_count);
+  const char *names[] = {"main", "big"};
+  for (uint64_t i = 0; i < 2; i++) {
+    uint64_t id = 0;
+    bool found = false;
+    must(store_lookup_name(st, MR_NAME_SCHEMA, 0, names[i], &id, &found, &e), &e);
+    assert_true(found);
+    assert_int_equal(id, i + 1);
+  }
+  mr_key k = {.kind = MR_KK_SCHEMA, .c = {2}};
+  ProtobufCMessage *m = NULL;
+  must(store_get(st, &k, &m, &e), &e);
+  assert_string_equal(((Moraine__V1__Schema *)m)->path, big);
+  mr_value_free(m);
+  must(store_close(st, &e), &e);
+  free(big);
+}
+
 /* A failed write whose batch never landed: recovery resumes commits, the
  * head is where it was, and a reopen finds nothing of the lost batch. */
 static void test_recover_lost_write(void **state) {
@@ -779,6 +858,7 @@ int main(void) {
       cmocka_unit_test(test_fenced_fails),
       cmocka_unit_test(test_recover_lost_write), cmocka_unit_test(test_recover_landed_write),
       cmocka_unit_test(test_in_doubt_means_reload),
+      cmocka_unit_test(test_clean_close_leaves_no_wal_to_replay),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
