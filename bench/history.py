@@ -10,7 +10,9 @@ make 100,000 commits here in reasonable time.
 For each history size and each --load-history mode (on-demand, the
 default; all, every snapshot and ended file at start as before) it prints:
 cold start (spawn -> ready line, median; it includes opening the store,
-whose cost depends on how its LSM happens to be laid out after the import),
+whose cost depends on how its LSM happens to be laid out after the import,
+and right after one on the thousands of objects SlateDB keeps for 15
+minutes: --settle-minutes measures the stores as they stay),
 the catalog load alone with the rows it materialized and the store keys it
 read (the server's "opened catalog" line), the server's RSS when ready, the
 first ATTACH + count(*) of one table (which loads that table's ended files:
@@ -20,6 +22,7 @@ first time-travel query on it, and the RSS after them.
     .venv/bin/python bench/history.py     # 100 current files; H = 100 / 1,000 / 10,000
     .venv/bin/python bench/history.py --sizes 1000,10000 --tables 50
     .venv/bin/python bench/history.py --resident-snapshots 100
+    .venv/bin/python bench/history.py --settle-minutes 17 --starts 9   # stores as they stay
 
 `moraine import` replays the history commit by commit (about 14 ms a
 snapshot here), so building the largest catalog dominates the run.
@@ -125,6 +128,19 @@ def measure(store, data, mode, starts):
     return statistics.median(times), ready_rss, attach_q, travel, after_rss, load
 
 
+def settle(stores, minutes):
+    """Serves every store for `minutes` (one server each, no clients), with a
+    progress line a minute, then stops them."""
+    servers = [subprocess.Popen([MORAINE, "serve", "--store", store, "--listen", "127.0.0.1:0"],
+                                stderr=subprocess.DEVNULL) for _, store, _ in stores]
+    end = time.monotonic() + minutes * 60
+    while (left := end - time.monotonic()) > 0:
+        print(f"settling: {left / 60:.1f} min left", flush=True)
+        time.sleep(min(60, left))
+    for p in servers:
+        stop(p)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="100,1000,10000", help="history sizes (snapshots)")
@@ -133,12 +149,17 @@ def main():
     ap.add_argument("--starts", type=int, default=3, help="cold starts per point (median)")
     ap.add_argument("--resident-snapshots", type=int,
                     help="the server's resident snapshot tail (default: the server's, 1000)")
+    ap.add_argument("--settle-minutes", type=float, default=0,
+                    help="serve every imported store this long before measuring, so that "
+                         "SlateDB's collector takes the import's garbage (its compaction "
+                         "checkpoints pin it for 15 minutes); 0: measure at once")
     a = ap.parse_args()
     if a.resident_snapshots is not None:
         RESIDENT.extend(["--resident-snapshots", str(a.resident_snapshots)])
     sizes = [int(s) for s in a.sizes.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="moraine-history-") as tmp:
+        stores = []
         for h in sizes:
             folder = pathlib.Path(tmp) / f"h{h}"
             folder.mkdir()
@@ -147,6 +168,11 @@ def main():
             store = "file://" + str(folder / "store")
             secs = load_into_moraine(file, store)
             print(f"history {h}: catalog imported in {secs:.1f} s", flush=True)
+            stores.append((h, store, data))
+        if a.settle_minutes > 0:
+            settle(stores, a.settle_minutes)
+        for h, store, data in stores:
+            print(f"history {h}:", flush=True)
             for mode in ("on-demand", "all"):
                 r = measure(store, data, mode, a.starts)
                 rows.append((h, mode) + r)
