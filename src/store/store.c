@@ -394,13 +394,17 @@ mr_status store_open_view(const store *st, store **out, mr_error *err) {
  * nothing, is left as it is; a failed rewrite only costs the next start that
  * read, so close goes on and reports its own errors. */
 static void settle_replay_point(store *st) {
-  if (st->read_only || st->failed || !kv_has_written(st->db))
+  pthread_mutex_lock(&st->mu);
+  bool failed = st->failed;
+  store_head h = st->head;
+  pthread_mutex_unlock(&st->mu);
+  if (st->read_only || failed || !kv_has_written(st->db))
     return;
   kv_batch *b = NULL;
   mr_error ignored;
   if (kv_batch_new(&b, &ignored) != MR_OK)
     return;
-  if (head_put(b, st->head, &ignored) == MR_OK) {
+  if (head_put(b, h, &ignored) == MR_OK) {
     mr_status rc = kv_write(st->db, b, &ignored);
     (void)rc;
   }
