@@ -14,6 +14,8 @@
 #                   tables (bench/scale.py; several minutes; not in make test)
 #   make bench-history  start time and memory as history grows 1x, 10x, 100x
 #                   over a fixed current catalog (bench/history.py)
+#   make bench-statements  where one workload's server time goes, statement by
+#                   statement (STATEMENTS_ARGS, e.g. "writers --writers 16")
 #   make format / make lint
 #   make ducklake-suite  DuckLake's own test suite against the freshly built
 #                   server (not part of make test: needs a local copy of the
@@ -36,7 +38,7 @@ ARGS ?=
 DUCKLAKE_SUITE ?= /tmp/ducklake
 SUITE_ARGS ?=
 
-.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench bench-soak bench-scale bench-history bench-replica format lint clean \
+.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench bench-soak bench-scale bench-history bench-replica bench-statements format lint clean \
   ducklake-suite
 
 all: build
@@ -111,6 +113,12 @@ bench-scale: build deps
 HISTORY_ARGS ?=
 bench-history: build deps
 	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) bench/history.py $(HISTORY_ARGS)
+
+# STATEMENTS_ARGS: a workload (commit, attach, timetravel, writers) and its
+# options (see bench/statements.py --help)
+STATEMENTS_ARGS ?= commit
+bench-statements: build deps
+	MORAINE_BIN=$(CURDIR)/$(MORAINE) $(PY) bench/statements.py $(STATEMENTS_ARGS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
