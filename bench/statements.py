@@ -47,9 +47,13 @@ def start_server(folder):
     """A moraine logging every message to folder/server.log; returns (proc, port, log path)."""
     log_path = folder / "server.log"
     log = open(log_path, "a")
-    proc = subprocess.Popen([MORAINE, "serve", "--store", f"file://{folder / 'store'}", "--listen",
-                             "127.0.0.1:0", "--log-min-duration", "0", "--log-commit-phases"],
-                            stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        proc = subprocess.Popen([MORAINE, "serve", "--store", f"file://{folder / 'store'}",
+                                 "--listen", "127.0.0.1:0", "--log-min-duration", "0",
+                                 "--log-commit-phases"], stdout=subprocess.DEVNULL, stderr=log)
+    except OSError as e:
+        sys.exit(f"statements.py: cannot start {MORAINE}: {e.strerror}")
+    log.close()  # the server holds its own descriptor
     on_cleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -181,6 +185,8 @@ def main():
     proc, port, log_path = start_server(folder)
     try:
         units, lat, notes = run(args, port, folder, log_path)
+    except Exception as e:  # duckdb.Error and the like: one line, not a traceback
+        sys.exit(f"statements.py: the {args.workload} workload failed: {e}")
     finally:
         time.sleep(0.2)
         proc.terminate()
