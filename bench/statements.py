@@ -57,14 +57,14 @@ def start_server(folder):
     on_cleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        for line in open(log_path):
-            m = READY.match(line.rstrip("\n"))
+        for line in log_path.read_text().splitlines():
+            m = READY.match(line)
             if m:
                 return proc, int(m.group(3)), log_path
         if proc.poll() is not None:
             break
         time.sleep(0.02)
-    sys.exit(f"statements.py: moraine did not become ready: {open(log_path).read()[-500:]}")
+    sys.exit(f"statements.py: moraine did not become ready: {log_path.read_text()[-500:]}")
 
 
 def mark(log_path):
@@ -141,7 +141,7 @@ def run(args, port, folder, log_path):
 
 
 def report(log_path, units, lat, notes):
-    text = open(log_path).read()
+    text = log_path.read_text()
     if MARK not in text:
         sys.exit("statements.py: the server log lost its mark")
     shapes = collections.OrderedDict()
