@@ -136,15 +136,21 @@ def ms(t0):
 class Moraine:
     name = "moraine"
 
-    def __init__(self, store_dir):
+    def __init__(self, store_dir, extra_args=(), log_path=None):
+        """extra_args go to `moraine serve`; log_path, if given, gets every
+        stderr line after the ready line (bench/statements.py reads it)."""
         self.store = "file://" + str(store_dir)
+        self.extra_args = list(extra_args)
+        self.log_path = log_path
         self.proc = None
         self.port = None
+        self.drain = None
 
     def start(self):
         """Start on the store; return ms from spawn to the ready line."""
         t0 = time.perf_counter()
-        proc = subprocess.Popen([MORAINE, "serve", "--store", self.store, "--listen", "127.0.0.1:0"],
+        proc = subprocess.Popen([MORAINE, "serve", "--store", self.store, "--listen", "127.0.0.1:0"]
+                                + self.extra_args,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.proc = proc
         on_cleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
@@ -164,8 +170,25 @@ class Moraine:
         finally:
             timer.cancel()
         # keep draining stderr so a chatty server never blocks on a full pipe
-        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+        self.drain = threading.Thread(target=self._drain, args=(proc,), daemon=True)
+        self.drain.start()
         return elapsed
+
+    def _drain(self, proc):
+        if self.log_path is None:
+            for _ in proc.stderr:
+                pass
+            return
+        with open(self.log_path, "a") as log:
+            for line in proc.stderr:
+                log.write(line)
+                log.flush()  # a reader may append a mark between lines
+
+    def log_mark(self, text):
+        """Appends text as a line of the log, after every line logged so far."""
+        time.sleep(0.2)  # the server writes a statement's line after answering it
+        with open(self.log_path, "a") as log:
+            log.write(text + "\n")
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -176,6 +199,9 @@ class Moraine:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+        if self.drain is not None:
+            self.drain.join(timeout=10)  # the log is whole once stop returns
+            self.drain = None
 
     def dsn(self):
         return f"host=127.0.0.1 port={self.port} dbname=lake user=moraine"

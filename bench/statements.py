@@ -30,47 +30,16 @@ import argparse
 import collections
 import re
 import statistics
-import subprocess
 import sys
 import threading
 import time
 
-from catalogs import MORAINE, READY, connect, on_cleanup, tempdir
+from catalogs import Moraine, connect, tempdir
 
 LINE = re.compile(r"connection (\d+): (statement|sync|bind)(?: \('.'\))? took ([\d.]+) ms(?:: (.*))?$")
 PHASES = re.compile(r"commit of (\d+) rows: lock wait ([\d.]+) ms, map ([\d.]+) ms, "
                     r"store write ([\d.]+) ms, engine commit ([\d.]+) ms, total ([\d.]+) ms")
 MARK = "=== statements.py: measured workload starts"
-
-
-def start_server(folder):
-    """A moraine logging every message to folder/server.log; returns (proc, port, log path)."""
-    log_path = folder / "server.log"
-    log = open(log_path, "a")
-    try:
-        proc = subprocess.Popen([MORAINE, "serve", "--store", f"file://{folder / 'store'}",
-                                 "--listen", "127.0.0.1:0", "--log-min-duration", "0",
-                                 "--log-commit-phases"], stdout=subprocess.DEVNULL, stderr=log)
-    except OSError as e:
-        sys.exit(f"statements.py: cannot start {MORAINE}: {e.strerror}")
-    log.close()  # the server holds its own descriptor
-    on_cleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        for line in log_path.read_text().splitlines():
-            m = READY.match(line)
-            if m:
-                return proc, int(m.group(3)), log_path
-        if proc.poll() is not None:
-            break
-        time.sleep(0.02)
-    sys.exit(f"statements.py: moraine did not become ready: {log_path.read_text()[-500:]}")
-
-
-def mark(log_path):
-    time.sleep(0.2)  # let the warm-up's last lines reach the log first
-    with open(log_path, "a") as f:
-        f.write(MARK + "\n")
 
 
 def timed(fn):
@@ -79,10 +48,9 @@ def timed(fn):
     return (time.perf_counter() - t0) * 1000
 
 
-def run(args, port, folder, log_path):
+def run(args, srv, folder):
     """Runs the workload; returns (units, client latencies in ms, notes)."""
-    attach = (f"ATTACH 'ducklake:postgres:host=127.0.0.1 port={port} dbname=lake user=moraine' "
-              f"AS lake (DATA_PATH '{folder / 'data'}')")
+    attach = srv.attach_sql(folder / "data")
     con = connect()
     con.execute(attach)
     con.execute("CREATE TABLE lake.t (a INTEGER, b VARCHAR)")
@@ -90,19 +58,19 @@ def run(args, port, folder, log_path):
         con.execute(f"INSERT INTO lake.t VALUES ({i}, 'warm')")
     lat, notes = [], []
     if args.workload == "commit":
-        mark(log_path)
+        srv.log_mark(MARK)
         lat = [timed(lambda i=i: con.execute(f"INSERT INTO lake.t VALUES ({i}, 'x')"))
                for i in range(args.n)]
         return args.n, lat, notes
     if args.workload == "timetravel":
-        mark(log_path)
+        srv.log_mark(MARK)
         lat = [timed(lambda i=i: con.execute(
             f"SELECT count(*) FROM lake.t AT (VERSION => {2 + i % 18})").fetchall())
             for i in range(args.n)]
         return args.n, lat, notes
     con.close()
     if args.workload == "attach":
-        mark(log_path)
+        srv.log_mark(MARK)
         for _ in range(args.n):
             c = connect()
             lat.append(timed(lambda: (c.execute(attach),
@@ -115,7 +83,7 @@ def run(args, port, folder, log_path):
         c = connect()
         c.execute(attach)
         cons.append(c)
-    mark(log_path)
+    srv.log_mark(MARK)
     landed, lock = [0], threading.Lock()
 
     def writer(k, c):
@@ -182,15 +150,16 @@ def main():
     ap.add_argument("--writers", type=int, default=16)
     args = ap.parse_args()
     folder = tempdir("moraine-statements-")
-    proc, port, log_path = start_server(folder)
+    log_path = folder / "server.log"
+    srv = Moraine(folder / "store", ("--log-min-duration", "0", "--log-commit-phases"), log_path)
     try:
-        units, lat, notes = run(args, port, folder, log_path)
-    except Exception as e:  # duckdb.Error and the like: one line, not a traceback
+        srv.start()
+        units, lat, notes = run(args, srv, folder)
+    except Exception as e:  # duckdb.Error, a server that never got ready: one line
         sys.exit(f"statements.py: the {args.workload} workload failed: {e}")
     finally:
         time.sleep(0.2)
-        proc.terminate()
-        proc.wait(timeout=30)
+        srv.stop()
     if not lat:
         sys.exit("statements.py: no unit of the workload completed")
     report(log_path, units, lat, notes)
