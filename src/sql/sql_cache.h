@@ -14,6 +14,9 @@
  *                          (keyed by its parameter types and text): the
  *                          postgres extension parses the same snapshot query
  *                          on every transaction, and closes it each time
+ *   SQL_CACHE_DML_SHAPE    an INSERT ... VALUES prepared by its shape, the
+ *                          literals lifted to parameters (sql_lift.h), so
+ *                          the rows of every commit share one statement
  *
  * Invalidation: every entry belongs to the generation pair (engine ddl_gen,
  * session temp_gen) it was made under; a lookup under another pair empties
@@ -41,6 +44,7 @@ typedef enum sql_cache_purpose {
   SQL_CACHE_SELECT = 2,
   SQL_CACHE_COPY_BINARY = 3,
   SQL_CACHE_PARSED = 4,
+  SQL_CACHE_DML_SHAPE = 5,
 } sql_cache_purpose;
 
 typedef struct sql_cache_entry {

@@ -210,6 +210,9 @@ void sql_prepared_destroy(sql_prepared *p);
 typedef struct sql_cached_query {
   duckdb_prepared_statement ps;
   duckdb_prepared_statement wrapped; /* NULL: run ps */
+  /* An SQL_CACHE_DML_SHAPE entry: ps takes the lifted values; when false,
+   * ps is NULL and the shape's texts are run as they are (sql_lift.h) */
+  bool lifted;
 } sql_cached_query;
 
 /* The free function of both session caches. */
@@ -229,6 +232,12 @@ typedef mr_status (*sql_query_maker)(sql_session *s, const char *sql, sql_cached
 mr_status sql_query_cached(sql_session *s, sql_cache_purpose purpose, const char *text,
                            sql_query_maker make, sql_cached_query **out,
                            sql_error *err) MR_MUST_CHECK;
+
+/* The DML text full (rewritten, RETURNING added) as its shape's prepared
+ * statement with full's values bound, from the session's cache; NULL when
+ * it does not lift (run full itself). Valid until the session's next
+ * statement (sql_result.c). */
+duckdb_prepared_statement sql_dml_lifted(sql_session *s, const char *full);
 
 /* Runs sql on con, discarding any result (sql_engine.c). */
 mr_status sql_exec(duckdb_connection con, const char *sql, sql_error *err) MR_MUST_CHECK;

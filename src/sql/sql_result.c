@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sql/sql_internal.h"
+#include "sql/sql_lift.h"
 #include "sql/sql_state.h"
 
 static int16_t format_of(size_t i, size_t nformats, const int16_t *formats) {
@@ -309,7 +310,8 @@ void sql_cache_value_free(sql_cache_purpose purpose, void *value) {
     sql_plans_free(value);
   } else {
     sql_cached_query *q = value;
-    duckdb_destroy_prepare(&q->ps);
+    if (q->ps)
+      duckdb_destroy_prepare(&q->ps);
     if (q->wrapped)
       duckdb_destroy_prepare(&q->wrapped);
   }
@@ -324,6 +326,29 @@ mr_status sql_prepare(duckdb_connection con, const char *sql, duckdb_prepared_st
   duckdb_destroy_prepare(ps);
   *ps = NULL;
   return rc;
+}
+
+/* The entry of a lifted DML shape, made on first use. A shape DuckDB will
+ * not prepare, or with a parameter sql_lift_bind cannot fill, is kept as
+ * not lifted, so its texts run as they are without trying again. NULL when
+ * out of memory (the caller runs the text). */
+static sql_cached_query *dml_shape_entry(sql_session *s, const sql_lifted *l) {
+  sql_cached_query *q = sql_cache_get(&s->prepared_ps, atomic_load(&s->e->ddl_gen), s->temp_gen,
+                                      SQL_CACHE_DML_SHAPE, l->shape);
+  if (q)
+    return q;
+  q = calloc(1, sizeof *q);
+  if (q == NULL)
+    return NULL;
+  if (duckdb_prepare(s->con, l->shape, &q->ps) == DuckDBSuccess && sql_lift_bindable(q->ps, l->n))
+    q->lifted = true;
+  else
+    duckdb_destroy_prepare(&q->ps); /* NULL from here: the texts run */
+  if (!sql_cache_put(&s->prepared_ps, SQL_CACHE_DML_SHAPE, l->shape, q)) {
+    sql_cache_value_free(SQL_CACHE_DML_SHAPE, q);
+    return NULL;
+  }
+  return q;
 }
 
 mr_status sql_query_cached(sql_session *s, sql_cache_purpose purpose, const char *text,
@@ -355,6 +380,17 @@ mr_status sql_query_cached(sql_session *s, sql_cache_purpose purpose, const char
   }
   *out = q;
   return MR_OK;
+}
+
+duckdb_prepared_statement sql_dml_lifted(sql_session *s, const char *full) {
+  sql_lifted l;
+  sql_error ignore;
+  if (sql_lift(full, &l, &ignore) != MR_OK || l.n == 0)
+    return NULL;
+  sql_cached_query *q = dml_shape_entry(s, &l);
+  bool bound = q && q->lifted && sql_lift_bind(q->ps, &l);
+  sql_lifted_free(&l);
+  return bound ? q->ps : NULL;
 }
 
 mr_status sql_execute_streaming(duckdb_prepared_statement ps, duckdb_result *r, sql_error *err) {

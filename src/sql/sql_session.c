@@ -610,7 +610,8 @@ mr_status sql_run_dml(sql_session *s, const char *sql, const sql_dml_target *d, 
     return err ? err->base.code : MR_ERR_INVALID;
   duckdb_result r;
   mr_status rc = MR_OK;
-  if (duckdb_query(s->con, full, &r) != DuckDBSuccess) {
+  duckdb_prepared_statement ps = sql_dml_lifted(s, full);
+  if ((ps ? duckdb_execute_prepared(ps, &r) : duckdb_query(s->con, full, &r)) != DuckDBSuccess) {
     rc = sql_fail_duckdb(err, duckdb_result_error(&r));
   } else {
     const sql_shape *sh = shape_of(s, d, err); /* cached by with_returning */
