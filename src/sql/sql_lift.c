@@ -10,8 +10,6 @@
  */
 #include "sql/sql_lift.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <pg_query/pg_query.pb-c.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -222,11 +220,11 @@ bool sql_lift_bindable(duckdb_prepared_statement ps, size_t n) {
 /* Optional '-' and 1-19 decimal digits, in [lo, hi]. */
 static bool exact_integer(const sql_lift_value *v, int64_t lo, int64_t hi, int64_t *out) {
   const char *s = v->text;
-  size_t n = v->len, i = 0;
+  size_t n = v->len;
   bool neg = n > 0 && s[0] == '-';
   if (neg && !v->is_string)
     return false;
-  i = neg ? 1 : 0;
+  size_t i = neg ? 1 : 0;
   if (i == n || n - i > 19)
     return false;
   uint64_t mag = 0;
@@ -239,7 +237,9 @@ static bool exact_integer(const sql_lift_value *v, int64_t lo, int64_t hi, int64
     return false;
   if (neg && mag > (uint64_t)INT64_MAX + 1)
     return false;
-  int64_t x = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+  if (mag == 0)
+    neg = false; /* '-0' is 0 */
+  int64_t x = neg ? -(int64_t)(mag - 1) - 1 : (int64_t)mag; /* INT64_MIN without overflow */
   if (x < lo || x > hi)
     return false;
   *out = x;
@@ -270,7 +270,7 @@ bool sql_lift_bind(duckdb_prepared_statement ps, const sql_lifted *l) {
       break;
     case DUCKDB_TYPE_VARCHAR:
       if (!v->is_string)
-        return false; /* 12 compared with text: DuckDB's cast rules, not ours */
+        return false; /* an integer into text: DuckDB's cast, not ours */
       st = duckdb_bind_varchar_length(ps, p, v->text, v->len);
       break;
     default:

@@ -195,9 +195,15 @@ static void refuses_inexact_values(void **state) {
       fail_msg("bound %s to INTEGER", ints[i]);
     sql_lifted_free(&l);
   }
-  sql_lifted l = lift("INSERT INTO par (i, v) VALUES ('-2147483648', 'x')");
-  assert_true(sql_lift_bind(ps, &l));
-  sql_lifted_free(&l);
+  const char *fits[] = {"'-2147483648'", "'-0'", "'0'", "2147483647"};
+  for (size_t i = 0; i < sizeof fits / sizeof *fits; i++) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "INSERT INTO par (i, v) VALUES (%s, 'x')", fits[i]);
+    sql_lifted l = lift(sql);
+    if (!sql_lift_bind(ps, &l))
+      fail_msg("did not bind %s to INTEGER", fits[i]);
+    sql_lifted_free(&l);
+  }
   duckdb_destroy_prepare(&ps);
 }
 
