@@ -210,9 +210,6 @@ void sql_prepared_destroy(sql_prepared *p);
 typedef struct sql_cached_query {
   duckdb_prepared_statement ps;
   duckdb_prepared_statement wrapped; /* NULL: run ps */
-  /* An SQL_CACHE_DML_SHAPE entry: ps takes the lifted values; when false,
-   * ps is NULL and the shape's texts are run as they are (sql_lift.h) */
-  bool lifted;
 } sql_cached_query;
 
 /* The free function of both session caches. */

@@ -328,10 +328,11 @@ mr_status sql_prepare(duckdb_connection con, const char *sql, duckdb_prepared_st
   return rc;
 }
 
-/* The entry of a lifted DML shape, made on first use. A shape DuckDB will
- * not prepare, or with a parameter sql_lift_bind cannot fill, is kept as
- * not lifted, so its texts run as they are without trying again. NULL when
- * out of memory (the caller runs the text). */
+/* The entry of a lifted DML shape, made on first use: ps takes the lifted
+ * values. A shape DuckDB will not prepare, or with a parameter
+ * sql_lift_bind cannot fill, is kept with ps NULL, so its texts run as they
+ * are without trying again. NULL when out of memory (the caller runs the
+ * text). */
 static sql_cached_query *dml_shape_entry(sql_session *s, const sql_lifted *l) {
   sql_cached_query *q = sql_cache_get(&s->prepared_ps, atomic_load(&s->e->ddl_gen), s->temp_gen,
                                       SQL_CACHE_DML_SHAPE, l->shape);
@@ -340,10 +341,8 @@ static sql_cached_query *dml_shape_entry(sql_session *s, const sql_lifted *l) {
   q = calloc(1, sizeof *q);
   if (q == NULL)
     return NULL;
-  if (duckdb_prepare(s->con, l->shape, &q->ps) == DuckDBSuccess && sql_lift_bindable(q->ps, l->n))
-    q->lifted = true;
-  else
-    duckdb_destroy_prepare(&q->ps); /* NULL from here: the texts run */
+  if (duckdb_prepare(s->con, l->shape, &q->ps) != DuckDBSuccess || !sql_lift_bindable(q->ps, l->n))
+    duckdb_destroy_prepare(&q->ps); /* sets it NULL: the texts run */
   if (!sql_cache_put(&s->prepared_ps, SQL_CACHE_DML_SHAPE, l->shape, q)) {
     sql_cache_value_free(SQL_CACHE_DML_SHAPE, q);
     return NULL;
@@ -388,7 +387,7 @@ duckdb_prepared_statement sql_dml_lifted(sql_session *s, const char *full) {
   if (sql_lift(full, &l, &ignore) != MR_OK || l.n == 0)
     return NULL;
   sql_cached_query *q = dml_shape_entry(s, &l);
-  bool bound = q && q->lifted && sql_lift_bind(q->ps, &l);
+  bool bound = q && q->ps && sql_lift_bind(q->ps, &l);
   sql_lifted_free(&l);
   return bound ? q->ps : NULL;
 }
