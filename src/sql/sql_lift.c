@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mr_grow.h"
 #include "sql/sql_lex.h"
 #include "sql/sql_state.h"
 #include "sql/sql_util.h"
@@ -106,13 +107,12 @@ static bool has_blocker(const char *sql, const sql_toks *t) {
 
 static mr_status push_value(sql_lifted *out, bool is_string, char *text, size_t len,
                             sql_error *err) {
-  sql_lift_value *v = realloc(out->v, (out->n + 1) * sizeof *v);
-  if (v == NULL) {
+  if (mr_grow((void **)&out->v, &out->cap, (out->n + 1) * sizeof *out->v,
+              8 * sizeof *out->v) != MR_OK) {
     free(text);
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
-  out->v = v;
-  v[out->n++] = (sql_lift_value){is_string, text, len};
+  out->v[out->n++] = (sql_lift_value){is_string, text, len};
   return MR_OK;
 }
 
@@ -123,12 +123,8 @@ mr_status sql_lift(const char *sql, sql_lifted *out, sql_error *err) {
   if (sql_lex_scan(sql, &t, &ignore) != MR_OK)
     return MR_OK; /* DuckDB reports what is wrong with the text */
   mr_status rc = MR_OK;
-  if (has_blocker(sql, &t)) {
-    sql_toks_free(&t);
-    return MR_OK;
-  }
   size_t values_at = insert_values_at(sql, &t);
-  if (values_at == 0) {
+  if (values_at == 0 || has_blocker(sql, &t)) {
     sql_toks_free(&t);
     return MR_OK;
   }

@@ -53,6 +53,7 @@ typedef struct sql_lifted {
   char *shape; /* the statement with $1..$n for the lifted literals; NULL when n == 0 */
   size_t n;
   sql_lift_value *v; /* v[i] is parameter $(i+1) */
+  size_t cap;        /* bytes allocated at v (mr_grow) */
 } sql_lifted;
 
 /* Lifts sql's literals. n == 0 (and MR_OK) when there is nothing to lift,

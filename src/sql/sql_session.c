@@ -610,7 +610,8 @@ mr_status sql_run_dml(sql_session *s, const char *sql, const sql_dml_target *d, 
     return err ? err->base.code : MR_ERR_INVALID;
   duckdb_result r;
   mr_status rc = MR_OK;
-  duckdb_prepared_statement ps = sql_dml_lifted(s, full);
+  /* only an INSERT's VALUES keep a plan when lifted (sql_lift.h) */
+  duckdb_prepared_statement ps = d->op == SQL_CHANGE_INSERT ? sql_dml_lifted(s, full) : NULL;
   if ((ps ? duckdb_execute_prepared(ps, &r) : duckdb_query(s->con, full, &r)) != DuckDBSuccess) {
     rc = sql_fail_duckdb(err, duckdb_result_error(&r));
   } else {
