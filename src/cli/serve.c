@@ -49,7 +49,7 @@ static const char serve_usage[] =
     "                     [--users-file FILE | --password-file FILE]\n"
     "                     [--max-connections N] [--auth-timeout SECONDS]\n"
     "                     [--shutdown-timeout SECONDS] [--log-level LEVEL]\n"
-    "                     [--memory-limit SIZE] [--engine-threads N]\n"
+    "                     [--memory-limit SIZE] [--engine-threads N] [--result-cache-mib N]\n"
     "                     [--log-min-duration MS] [--log-commit-phases] [--cache-dir DIR]\n"
     "                     [--gc-interval SECONDS] [--gc-min-age SECONDS]\n"
     "                     [--tls-cert FILE --tls-key FILE [--tls-required]]\n"
@@ -105,6 +105,8 @@ static const char serve_usage[] =
     "                        80% of RAM); a query over it fails with 53200\n"
     "  --engine-threads N    threads one query may use in the SQL engine (default 1:\n"
     "                        catalog queries are small; sessions run in parallel)\n"
+    "  --result-cache-mib N  MiB of catalog-read answers each catalog keeps until its next\n"
+    "                        change (default 32; 0 turns the cache off)\n"
     "  --log-min-duration MS log each statement (and each Sync that commits) taking at\n"
     "                        least MS milliseconds; 0 logs all, -1 none (default 1000)\n"
     "  --log-commit-phases   log one line per commit: lock wait, mapping to store records,\n"
@@ -248,6 +250,7 @@ int cli_serve(int argc, char **argv) {
   const char *memory_limit = NULL;
   const char *min_duration = NULL;
   const char *engine_threads = "1";
+  const char *result_cache_mib = NULL;
   const char *cache_dir = NULL;
   const char *default_database = "lake";
   const char *unknown_databases = "create";
@@ -287,6 +290,7 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--memory-limit") == 0     ? &memory_limit
                         : strcmp(a, "--log-min-duration") == 0 ? &min_duration
                         : strcmp(a, "--engine-threads") == 0   ? &engine_threads
+                        : strcmp(a, "--result-cache-mib") == 0 ? &result_cache_mib
                         : strcmp(a, "--cache-dir") == 0        ? &cache_dir
                         : strcmp(a, "--tls-cert") == 0         ? &tls_cert
                         : strcmp(a, "--tls-key") == 0          ? &tls_key
@@ -363,6 +367,14 @@ int cli_serve(int argc, char **argv) {
   if (threads < 0) {
     fprintf(stderr, "moraine: serve: --engine-threads wants a number from 1 to 1024, got '%s'\n",
             engine_threads);
+    return 2;
+  }
+  long cache_mib = SQL_RESULT_CACHE_DEFAULT_MIB;
+  if (result_cache_mib && strcmp(result_cache_mib, "0") == 0)
+    cache_mib = 0;
+  else if (result_cache_mib && (cache_mib = parse_count(result_cache_mib, 65536)) < 0) {
+    fprintf(stderr, "moraine: serve: --result-cache-mib wants a number from 0 to 65536, got '%s'\n",
+            result_cache_mib);
     return 2;
   }
   if (default_database[0] == '\0' || strlen(default_database) > CAT_REGISTRY_MAX_NAME) {
@@ -518,8 +530,11 @@ int cli_serve(int argc, char **argv) {
                      .read_only = replica,
                      .changelog_window = window,
                      .reader_poll_ms = replica ? follow_ms : 0},
-      .engine_opts = {NULL, "15.0 (moraine " MORAINE_VERSION ")", memory_limit, (int)threads,
-                      replica},
+      .engine_opts = {.server_version = "15.0 (moraine " MORAINE_VERSION ")",
+                      .memory_limit = memory_limit,
+                      .threads = (int)threads,
+                      .replica = replica,
+                      .result_cache_bytes = (size_t)cache_mib << 20},
       .default_hooks = {on_fenced, on_reload, NULL, NULL},
       .replica = replica,
       .follow_ms = follow_ms,

@@ -166,7 +166,13 @@ typedef struct sql_engine_options {
   /* the database name clients connect with: current_database(),
    * current_catalog and pg_database answer it; NULL: DuckDB's own name */
   const char *database_name;
+  /* bytes of catalog-read results kept between changes (sql_rcache.h);
+   * 0: none */
+  size_t result_cache_bytes;
 } sql_engine_options;
+
+/* The result cache `moraine serve` gives each catalog (--result-cache-mib). */
+#define SQL_RESULT_CACHE_DEFAULT_MIB 32
 
 /* Opens DuckDB, creates schema `public` and moraine's pg_catalog relations. */
 mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out,

@@ -15,9 +15,17 @@ static bool in_list(const char *const *list, const char *name) {
   return false;
 }
 
-#define NAME_OF_FN(name, who) name,
-static const char *const functions[] = {SQL_ADMIT_FUNCTIONS(NAME_OF_FN) NULL};
-#undef NAME_OF_FN
+#define PURE true
+#define SESSION false
+typedef struct admit_fn {
+  const char *name;
+  bool pure;
+} admit_fn;
+#define FN_ROW(name, result, who) {name, result},
+static const admit_fn functions[] = {SQL_ADMIT_FUNCTIONS(FN_ROW){NULL, false}};
+#undef FN_ROW
+#undef PURE
+#undef SESSION
 
 #define NAME_OF(name) name,
 static const char *const pg_relations[] = {SQL_ADMIT_PG_RELATIONS(NAME_OF) NULL};
@@ -29,8 +37,14 @@ static const char *const column_types[] = {SQL_ADMIT_COLUMN_TYPES(NAME_OF) NULL}
 static const char *const reserved_schemas[] = {
     "main", "temp", "pg_temp", "system", "memory", "mrpg", "information_schema", NULL};
 
-bool sql_admit_function(const char *name) {
-  return in_list(functions, name);
+bool sql_admit_function(const char *name, bool *pure) {
+  for (size_t i = 0; functions[i].name; i++)
+    if (strcmp(functions[i].name, name) == 0) {
+      if (pure)
+        *pure = functions[i].pure;
+      return true;
+    }
+  return false;
 }
 
 bool sql_admit_column_type(const char *type) {
@@ -78,10 +92,14 @@ void sql_admit_write_markdown(FILE *f) {
   SQL_ADMIT_UNSUPPORTED(UNSUP)
 #undef UNSUP
   fprintf(f, ".\nEvery other statement is refused with SQLSTATE 42501.\n");
-  fprintf(f, "\n| function | sent by |\n|---|---|\n");
-#define FN(name, who) fprintf(f, "| `%s` | %s |\n", name, who);
+  fprintf(f, "\n| function | result depends on | sent by |\n|---|---|---|\n");
+#define PURE "its arguments"
+#define SESSION "also the session, the clock or state outside the catalog's rows"
+#define FN(name, result, who) fprintf(f, "| `%s` | %s | %s |\n", name, result, who);
   SQL_ADMIT_FUNCTIONS(FN)
 #undef FN
+#undef PURE
+#undef SESSION
   fprintf(f, "\npg_catalog relations (read only):");
 #define REL(name) fprintf(f, " `%s`", name);
   SQL_ADMIT_PG_RELATIONS(REL)

@@ -72,93 +72,101 @@
   X(REINDEX_STMT)
 
 /*
- * X(name, who sends it): functions a client may call, by their unqualified
- * name (a `pg_catalog.` qualifier is allowed, nothing else). Operators are
- * not functions here: every DuckDB operator is a pure function of its
- * operands. Names resolve first to moraine's pg_catalog macros, then to
- * DuckDB's built-ins.
+ * X(name, result, who sends it): functions a client may call, by their
+ * unqualified name (a `pg_catalog.` qualifier is allowed, nothing else).
+ * Operators are not functions here: every DuckDB operator is a pure function
+ * of its operands. Names resolve first to moraine's pg_catalog macros, then
+ * to DuckDB's built-ins.
+ *
+ * result says what a call's value depends on:
+ *   PURE     its arguments and the engine's fixed settings only;
+ *   SESSION  also the clock, chance, the session (user, temporary tables,
+ *            search path) or state outside the catalog's rows (sizes).
+ * A read calling only PURE functions over catalog relations gives the same
+ * answer for as long as the catalog's rows stay the same, which is what
+ * lets its result be kept (sql_rcache.h).
  */
 #define SQL_ADMIT_FUNCTIONS(X)                                                                     \
   /* aggregates */                                                                                 \
-  X("count", "DuckLake, postgres extension, psql")                                                 \
-  X("sum", "DuckLake")                                                                             \
-  X("min", "DuckLake")                                                                             \
-  X("max", "DuckLake")                                                                             \
-  X("avg", "clients")                                                                              \
-  X("array_agg", "postgres extension")                                                             \
-  X("string_agg", "psql")                                                                          \
-  X("bool_and", "clients")                                                                         \
-  X("bool_or", "clients")                                                                          \
+  X("count", PURE, "DuckLake, postgres extension, psql")                                           \
+  X("sum", PURE, "DuckLake")                                                                       \
+  X("min", PURE, "DuckLake")                                                                       \
+  X("max", PURE, "DuckLake")                                                                       \
+  X("avg", PURE, "clients")                                                                        \
+  X("array_agg", PURE, "postgres extension")                                                       \
+  X("string_agg", PURE, "psql")                                                                    \
+  X("bool_and", PURE, "clients")                                                                   \
+  X("bool_or", PURE, "clients")                                                                    \
   /* scalar */                                                                                     \
-  X("coalesce", "DuckLake")                                                                        \
-  X("nullif", "clients")                                                                           \
-  X("greatest", "clients")                                                                         \
-  X("least", "clients")                                                                            \
-  X("now", "DuckLake (snapshot times)")                                                            \
-  X("lower", "clients")                                                                            \
-  X("upper", "clients")                                                                            \
-  X("length", "clients")                                                                           \
-  X("octet_length", "clients")                                                                     \
-  X("substring", "clients")                                                                        \
-  X("substr", "clients")                                                                           \
-  X("concat", "clients")                                                                           \
-  X("replace", "clients")                                                                          \
-  X("btrim", "clients (TRIM)")                                                                     \
-  X("ltrim", "clients (TRIM)")                                                                     \
-  X("rtrim", "clients (TRIM)")                                                                     \
-  X("position", "clients (POSITION)")                                                              \
-  X("strpos", "clients")                                                                           \
-  X("split_part", "clients")                                                                       \
-  X("abs", "clients")                                                                              \
-  X("round", "clients")                                                                            \
-  X("floor", "clients")                                                                            \
-  X("ceil", "clients")                                                                             \
-  X("extract", "clients (EXTRACT)")                                                                \
-  X("date_part", "clients")                                                                        \
-  X("date_trunc", "clients")                                                                       \
-  X("timezone", "clients (AT TIME ZONE)")                                                          \
-  X("to_timestamp", "clients")                                                                     \
-  X("unnest", "DuckLake, psql")                                                                    \
-  X("generate_series", "psql")                                                                     \
-  X("array_to_string", "psql")                                                                     \
-  X("array_length", "psql")                                                                        \
-  X("quote_ident", "psql")                                                                         \
-  X("row_number", "psql")                                                                          \
-  X("gen_random_uuid", "clients")                                                                  \
+  X("coalesce", PURE, "DuckLake")                                                                  \
+  X("nullif", PURE, "clients")                                                                     \
+  X("greatest", PURE, "clients")                                                                   \
+  X("least", PURE, "clients")                                                                      \
+  X("now", SESSION, "DuckLake (snapshot times)")                                                   \
+  X("lower", PURE, "clients")                                                                      \
+  X("upper", PURE, "clients")                                                                      \
+  X("length", PURE, "clients")                                                                     \
+  X("octet_length", PURE, "clients")                                                               \
+  X("substring", PURE, "clients")                                                                  \
+  X("substr", PURE, "clients")                                                                     \
+  X("concat", PURE, "clients")                                                                     \
+  X("replace", PURE, "clients")                                                                    \
+  X("btrim", PURE, "clients (TRIM)")                                                               \
+  X("ltrim", PURE, "clients (TRIM)")                                                               \
+  X("rtrim", PURE, "clients (TRIM)")                                                               \
+  X("position", PURE, "clients (POSITION)")                                                        \
+  X("strpos", PURE, "clients")                                                                     \
+  X("split_part", PURE, "clients")                                                                 \
+  X("abs", PURE, "clients")                                                                        \
+  X("round", PURE, "clients")                                                                      \
+  X("floor", PURE, "clients")                                                                      \
+  X("ceil", PURE, "clients")                                                                       \
+  X("extract", PURE, "clients (EXTRACT)")                                                          \
+  X("date_part", PURE, "clients")                                                                  \
+  X("date_trunc", PURE, "clients")                                                                 \
+  X("timezone", PURE, "clients (AT TIME ZONE)")                                                    \
+  X("to_timestamp", PURE, "clients")                                                               \
+  X("unnest", PURE, "DuckLake, psql")                                                              \
+  X("generate_series", PURE, "psql")                                                               \
+  X("array_to_string", PURE, "psql")                                                               \
+  X("array_length", PURE, "psql")                                                                  \
+  X("quote_ident", PURE, "psql")                                                                   \
+  X("row_number", PURE, "psql")                                                                    \
+  X("gen_random_uuid", SESSION, "clients")                                                         \
   /* moraine's pg_catalog (sql_pgcatalog.c) */                                                     \
-  X("version", "postgres extension (version probe)")                                               \
-  X("to_regclass", "postgres extension (secrets probe)")                                           \
-  X("format_type", "postgres extension, psql")                                                     \
-  X("obj_description", "psql")                                                                     \
-  X("col_description", "psql")                                                                     \
-  X("pg_get_userbyid", "psql")                                                                     \
-  X("pg_encoding_to_char", "psql")                                                                 \
-  X("pg_my_temp_schema", "postgres extension")                                                     \
-  X("pg_is_in_recovery", "clients")                                                                \
-  X("pg_table_is_visible", "psql")                                                                 \
-  X("pg_type_is_visible", "psql (\\dT)")                                                           \
-  X("pg_function_is_visible", "psql (\\df)")                                                       \
-  X("pg_get_function_result", "psql (\\df)")                                                       \
-  X("pg_get_function_arguments", "psql (\\df)")                                                    \
-  X("pg_get_viewdef", "psql (\\d+ of a view)")                                                     \
-  X("pg_get_statisticsobjdef_columns", "psql (\\d)")                                               \
-  X("pg_relation_is_publishable", "psql (\\d)")                                                    \
-  X("array_upper", "psql (\\d)")                                                                   \
-  X("pg_table_size", "psql (\\dt+)")                                                               \
-  X("pg_get_expr", "psql")                                                                         \
-  X("pg_get_constraintdef", "psql")                                                                \
-  X("pg_get_indexdef", "psql")                                                                     \
-  X("pg_relation_size", "clients")                                                                 \
-  X("pg_total_relation_size", "clients")                                                           \
-  X("pg_database_size", "DuckLake (PRAGMA database_size)")                                         \
-  X("pg_size_pretty", "clients")                                                                   \
-  X("current_user", "clients")                                                                     \
-  X("session_user", "clients")                                                                     \
-  X("current_database", "clients")                                                                 \
-  X("current_schema", "clients")                                                                   \
-  X("current_schemas", "clients")                                                                  \
-  X("has_table_privilege", "clients")                                                              \
-  X("has_schema_privilege", "clients")
+  X("version", PURE, "postgres extension (version probe)")                                         \
+  X("to_regclass", SESSION, "postgres extension (secrets probe)")                                  \
+  X("format_type", PURE, "postgres extension, psql")                                               \
+  X("obj_description", SESSION, "psql")                                                            \
+  X("col_description", SESSION, "psql")                                                            \
+  X("pg_get_userbyid", SESSION, "psql")                                                            \
+  X("pg_encoding_to_char", PURE, "psql")                                                           \
+  X("pg_my_temp_schema", SESSION, "postgres extension")                                            \
+  X("pg_is_in_recovery", PURE, "clients")                                                          \
+  X("pg_table_is_visible", SESSION, "psql")                                                        \
+  X("pg_type_is_visible", SESSION, "psql (\\dT)")                                                  \
+  X("pg_function_is_visible", SESSION, "psql (\\df)")                                              \
+  X("pg_get_function_result", SESSION, "psql (\\df)")                                              \
+  X("pg_get_function_arguments", SESSION, "psql (\\df)")                                           \
+  X("pg_get_viewdef", SESSION, "psql (\\d+ of a view)")                                            \
+  X("pg_get_statisticsobjdef_columns", SESSION, "psql (\\d)")                                      \
+  X("pg_relation_is_publishable", SESSION, "psql (\\d)")                                           \
+  X("array_upper", PURE, "psql (\\d)")                                                             \
+  X("pg_table_size", SESSION, "psql (\\dt+)")                                                      \
+  X("pg_get_expr", SESSION, "psql")                                                                \
+  X("pg_get_constraintdef", SESSION, "psql")                                                       \
+  X("pg_get_indexdef", SESSION, "psql")                                                            \
+  X("pg_relation_size", SESSION, "clients")                                                        \
+  X("pg_total_relation_size", SESSION, "clients")                                                  \
+  X("pg_database_size", SESSION, "DuckLake (PRAGMA database_size)")                                \
+  X("pg_size_pretty", PURE, "clients")                                                             \
+  X("current_user", SESSION, "clients")                                                            \
+  X("session_user", SESSION, "clients")                                                            \
+  X("current_database", PURE, "clients")                                                           \
+  X("current_schema", SESSION, "clients")                                                          \
+  X("current_schemas", SESSION, "clients")                                                         \
+  X("has_table_privilege", SESSION, "clients")                                                     \
+  X("has_schema_privilege", SESSION, "clients")
 
 /* X(name): pg_catalog relations moraine presents (sql_pgcatalog.c). Read-only. */
 #define SQL_ADMIT_PG_RELATIONS(X)                                                                  \
@@ -212,8 +220,9 @@ typedef enum sql_admit_rel {
 } sql_admit_rel;
 sql_admit_rel sql_admit_relation(const char *schema, const char *name);
 
-/* Is `name` (lower case, unqualified) an admitted function? */
-bool sql_admit_function(const char *name);
+/* Is `name` (lower case, unqualified) an admitted function? When it is and
+ * pure is not NULL, *pure says whether its result is PURE (above). */
+bool sql_admit_function(const char *name, bool *pure);
 
 /* Schema names a client may neither create nor name: the engine's own
  * databases and schemas (main, temp, system, mrpg, memory, ...), pg_*,

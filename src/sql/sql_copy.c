@@ -8,6 +8,8 @@
  * rides in the first CopyData, the trailer in the last; every CopyData holds
  * whole rows only (DuckDB's postgres extension parses each message alone).
  * Columns of types with no binary layout are cast to VARCHAR and typed text.
+ * A pure binary read (sql_plan.h) is answered from the engine's result cache
+ * when it may be, and its bytes are recorded for it otherwise (sql_rcache.h).
  *
  * FROM STDIN stages the rows in a temporary table through DuckDB's appender
  * and then runs INSERT INTO target SELECT ... FROM stage RETURNING *, so the
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/mr_grow.h"
 #include "sql/sql_internal.h"
 #include "sql/sql_state.h"
 
@@ -26,14 +29,66 @@
 static const uint8_t pgcopy_signature[11] = {'P',  'G',  'C',  'O',  'P', 'Y',
                                              '\n', 0xFF, '\r', '\n', 0};
 
-static mr_status flush_out(const sql_sink *sink, sql_strbuf *b, sql_error *err) {
+/* The chunks of a binary read as they are sent, for the result cache; it
+ * stops (on = false) past max bytes or when memory runs out. */
+typedef struct copy_record {
+  bool on;
+  size_t max;
+  sql_strbuf bytes;
+  size_t *chunks;
+  size_t nchunks, cap; /* cap: bytes allocated for chunks */
+} copy_record;
+
+static void record_chunk(copy_record *rec, const sql_strbuf *b) {
+  if (rec == NULL || !rec->on)
+    return;
+  if (rec->bytes.len + b->len > rec->max ||
+      mr_grow((void **)&rec->chunks, &rec->cap, (rec->nchunks + 1) * sizeof *rec->chunks,
+              8 * sizeof *rec->chunks) != MR_OK) {
+    rec->on = false;
+    return;
+  }
+  sql_strbuf_addn(&rec->bytes, b->data, b->len);
+  rec->chunks[rec->nchunks++] = b->len;
+  if (rec->bytes.failed)
+    rec->on = false;
+}
+
+static void record_free(copy_record *rec) {
+  sql_strbuf_free(&rec->bytes);
+  free(rec->chunks);
+}
+
+static mr_status flush_out(const sql_sink *sink, sql_strbuf *b, copy_record *rec, sql_error *err) {
   if (b->failed)
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   if (b->len == 0)
     return MR_OK;
   if (SQL_SINK_CALL(sink, copy_data, (const uint8_t *)b->data, b->len))
     return sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
+  record_chunk(rec, b);
   sql_strbuf_reset(b);
+  return MR_OK;
+}
+
+static mr_status lost(sql_error *err) {
+  return sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
+}
+
+/* Sends a kept result again, chunk for chunk. */
+static mr_status copy_out_kept(const sql_rentry *r, const sql_sink *sink, uint64_t *nrows,
+                               sql_error *err) {
+  if (SQL_SINK_CALL(sink, copy_out_begin, true, r->ncols))
+    return lost(err);
+  size_t at = 0;
+  for (size_t i = 0; i < r->nchunks; i++) {
+    if (SQL_SINK_CALL(sink, copy_data, r->bytes + at, r->chunks[i]))
+      return lost(err);
+    at += r->chunks[i];
+  }
+  if (SQL_SINK_CALL0(sink, copy_done))
+    return lost(err);
+  *nrows = r->nrows;
   return MR_OK;
 }
 
@@ -98,8 +153,10 @@ static mr_status make_binary(sql_session *s, const char *sql, sql_cached_query *
   return rc;
 }
 
-static mr_status copy_out_binary(sql_session *s, const char *query, const sql_sink *sink,
-                                 uint64_t *nrows, sql_error *err) {
+/* Runs the read and streams its rows; with rec, also records them. */
+static mr_status copy_out_run(sql_session *s, const char *query, const sql_sink *sink,
+                              copy_record *rec, uint64_t *nrows, size_t *ncols_out,
+                              sql_error *err) {
   sql_cached_query *q;
   mr_status rc = sql_query_cached(s, SQL_CACHE_COPY_BINARY, query, make_binary, &q, err);
   if (rc)
@@ -110,6 +167,7 @@ static mr_status copy_out_binary(sql_session *s, const char *query, const sql_si
   if (rc)
     return rc;
   size_t ncols = duckdb_column_count(&r);
+  *ncols_out = ncols;
   pg_coltype *types = NULL;
   rc = result_coltypes(&r, &types, err);
   if (rc == MR_OK && SQL_SINK_CALL(sink, copy_out_begin, true, ncols))
@@ -132,20 +190,51 @@ static mr_status copy_out_binary(sql_session *s, const char *query, const sql_si
         pg_encode_binary(&b, &types[c], vecs[c], row);
       (*nrows)++;
       if (b.len >= COPY_CHUNK)
-        rc = flush_out(sink, &b, err);
+        rc = flush_out(sink, &b, rec, err);
     }
     free(vecs);
     duckdb_destroy_data_chunk(&chunk);
   }
   if (rc == MR_OK) {
     sql_strbuf_add_be16(&b, 0xFFFF); /* trailer */
-    rc = flush_out(sink, &b, err);
+    rc = flush_out(sink, &b, rec, err);
   }
   if (rc == MR_OK && SQL_SINK_CALL0(sink, copy_done))
     rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
   sql_strbuf_free(&b);
   free(types);
   duckdb_destroy_result(&r);
+  return rc;
+}
+
+/* A binary COPY: from the result cache when pure and allowed, else run
+ * (and recorded for the cache when it may keep the answer). */
+static mr_status copy_out_binary(sql_session *s, const char *query, bool pure,
+                                 const sql_sink *sink, uint64_t *nrows, sql_error *err) {
+  uint64_t gen = 0;
+  bool cacheable = pure && sql_session_result_gen(s, &gen);
+  if (cacheable) {
+    const sql_rentry *kept = sql_rcache_get(s->e->rcache, query, gen);
+    if (kept) {
+      mr_status rc = copy_out_kept(kept, sink, nrows, err);
+      sql_rcache_release(s->e->rcache, kept);
+      return rc;
+    }
+  }
+  copy_record rec = {.on = cacheable, .max = sql_rcache_entry_max(s->e->rcache)};
+  size_t ncols = 0;
+  mr_status rc = copy_out_run(s, query, sink, cacheable ? &rec : NULL, nrows, &ncols, err);
+  /* kept only if no change to the rows began or ended while it ran */
+  uint64_t gen_after;
+  if (rc == MR_OK && rec.on && sql_session_result_gen(s, &gen_after) && gen_after == gen) {
+    size_t len = rec.bytes.len;
+    uint8_t *bytes = (uint8_t *)sql_strbuf_take(&rec.bytes);
+    if (bytes) {
+      sql_rcache_put(s->e->rcache, query, gen, bytes, len, rec.chunks, rec.nchunks, ncols, *nrows);
+      rec.chunks = NULL; /* the cache's now, kept or freed */
+    }
+  }
+  record_free(&rec);
   return rc;
 }
 
@@ -198,10 +287,10 @@ static mr_status copy_out_text(sql_session *s, const sql_copy_stmt *c, const cha
     sql_strbuf_add(&b, "\n");
     (*nrows)++;
     if (b.len >= COPY_CHUNK)
-      rc = flush_out(sink, &b, err);
+      rc = flush_out(sink, &b, NULL, err);
   }
   if (rc == MR_OK)
-    rc = flush_out(sink, &b, err);
+    rc = flush_out(sink, &b, NULL, err);
   if (rc == MR_OK && SQL_SINK_CALL0(sink, copy_done))
     rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
   sql_strbuf_free(&b);
@@ -211,14 +300,14 @@ static mr_status copy_out_text(sql_session *s, const sql_copy_stmt *c, const cha
   return rc;
 }
 
-mr_status sql_copy_out(sql_session *s, const sql_copy_stmt *c, const sql_sink *sink,
+mr_status sql_copy_out(sql_session *s, const sql_copy_stmt *c, bool pure, const sql_sink *sink,
                        uint64_t *nrows, sql_error *err) {
   *nrows = 0;
   if (c->format == SQL_COPY_CSV)
     return sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
                     "COPY with FORMAT csv is not supported");
   if (c->format == SQL_COPY_BINARY)
-    return copy_out_binary(s, c->query, sink, nrows, err);
+    return copy_out_binary(s, c->query, pure, sink, nrows, err);
   char *sql;
   mr_status rc = sql_rewrite(c->query, &sql, err);
   if (rc)

@@ -176,6 +176,21 @@ static mr_status register_catalog_bytes(sql_engine *e, sql_error *err) {
   return MR_OK;
 }
 
+void sql_data_change_begin(sql_engine *e) {
+  atomic_fetch_add(&e->data_busy, 1);
+  atomic_fetch_add(&e->data_gen, 1);
+}
+
+void sql_data_change_end(sql_engine *e) {
+  atomic_fetch_add(&e->data_gen, 1);
+  atomic_fetch_sub(&e->data_busy, 1);
+}
+
+bool sql_data_gen(sql_engine *e, uint64_t *gen) {
+  *gen = atomic_load(&e->data_gen);
+  return atomic_load(&e->data_busy) == 0;
+}
+
 void sql_engine_set_history_fn(sql_engine *e, sql_history_fn fn, void *ctx) {
   e->history_fn = fn;
   e->history_ctx = ctx;
@@ -228,6 +243,16 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
     return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
                     "cannot disable DuckDB's statistics optimizers");
   }
+  /* A transaction's snapshot is taken at its BEGIN, not at its first read
+   * of the catalog: the result cache (sql_rcache.h) may answer that read,
+   * and the snapshot must then still be the rows it answered from. */
+  if (duckdb_set_config(cfg, "immediate_transaction_mode", "true") != DuckDBSuccess) {
+    duckdb_destroy_config(&cfg);
+    free(e->version);
+    free(e);
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                    "cannot set DuckDB's immediate transaction mode");
+  }
   if (opts && opts->memory_limit &&
       duckdb_set_config(cfg, "memory_limit", opts->memory_limit) != DuckDBSuccess) {
     duckdb_destroy_config(&cfg);
@@ -248,6 +273,11 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
     return rc;
   }
   duckdb_destroy_config(&cfg);
+  if (opts && opts->result_cache_bytes &&
+      (e->rcache = sql_rcache_new(opts->result_cache_bytes)) == NULL) {
+    sql_engine_close(e);
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+  }
   if (duckdb_connect(e->db, &e->admin) != DuckDBSuccess) {
     sql_engine_close(e);
     return sql_fail(err, MR_ERR_IO, SQLSTATE_IO_ERROR, "cannot connect to DuckDB");
@@ -318,6 +348,7 @@ void sql_engine_close(sql_engine *e) {
   if (e->db)
     duckdb_close(&e->db);
   sql_relcache_free(e->relcache); /* after the database: its functions point here */
+  sql_rcache_free(e->rcache);
   pthread_mutex_destroy(&e->admin_lock);
   pthread_mutex_destroy(&e->commit_lock);
   free(e->dbname);
@@ -348,6 +379,7 @@ mr_status sql_engine_admin_begin(sql_engine *e, sql_error *err) {
     return rc;
   }
   e->admin_in_txn = true;
+  sql_data_change_begin(e); /* until admin_end: its rows show at once */
   return MR_OK;
 }
 
@@ -360,6 +392,7 @@ mr_status sql_engine_admin_end(sql_engine *e, bool commit, sql_error *err) {
     }
   }
   e->admin_in_txn = false;
+  sql_data_change_end(e);
   if (e->admin_txn_ddl) /* its DDL shows only now: a re-read before saw none */
     sql_relcache_invalidate(e->relcache);
   e->admin_txn_ddl = false;
@@ -375,7 +408,11 @@ static mr_status admin_run(sql_engine *e, const char *sql, bool ddl, sql_error *
   if (rc)
     return rc;
   pthread_mutex_lock(&e->admin_lock);
+  if (!e->admin_in_txn)
+    sql_data_change_begin(e);
   rc = sql_exec(e->admin, rewritten, err);
+  if (!e->admin_in_txn)
+    sql_data_change_end(e);
   /* marked after it ran (a re-read racing with it is marked stale again),
    * and again when a pre-load transaction holding it commits */
   if (ddl)

@@ -28,6 +28,7 @@
 #include "sql/sql_cache.h"
 #include "sql/sql_lex.h"
 #include "sql/sql_plan.h"
+#include "sql/sql_rcache.h"
 #include "sql/sql_relcache.h"
 #include "sql/sql_types.h"
 #include "sql/sql_util.h"
@@ -51,6 +52,11 @@ struct sql_engine {
   /* bumped by every DDL a session runs and every commit that held DDL:
    * cached table shapes (sql_shapes) are kept only while it stays put */
   _Atomic uint64_t ddl_gen;
+  /* The data generation (sql_data_change_begin): moves twice with every
+   * change to the engine's rows; data_busy counts changes under way. */
+  _Atomic uint64_t data_gen;
+  _Atomic unsigned data_busy;
+  sql_rcache *rcache; /* catalog-read results; NULL: none */
   char *dbname;          /* DuckDB database holding the catalog tables */
   sql_relcache *relcache;         /* its tables, for pg_class / pg_attribute */
   duckdb_connection relcache_con; /* re-reads the relcache; under its refresh lock */
@@ -70,6 +76,18 @@ struct sql_engine {
   sql_session *idle[SQL_ENGINE_IDLE_SESSIONS];
   size_t nidle;
 };
+
+/*
+ * Changes to the engine's rows, for the result cache (sql_rcache.h): begin
+ * before any of a change can be visible to a new DuckDB transaction, end
+ * once all of it is. Both move data_gen, so a read that overlapped a
+ * change in any way sees two different generations around it.
+ */
+void sql_data_change_begin(sql_engine *e);
+void sql_data_change_end(sql_engine *e);
+/* The generation a read starting now sees; false while a change is under
+ * way (nothing may be kept or served then). */
+bool sql_data_gen(sql_engine *e, uint64_t *gen);
 
 /* Frees the sessions e keeps idle (sql_engine_close, before its database). */
 void sql_session_free_idle(sql_engine *e);
@@ -145,6 +163,10 @@ struct sql_session {
   bool read_only;
   sql_capture cap;
   uint64_t begin_seq; /* engine commit_seq when the open transaction began */
+  /* the data generation when it began; begin_data_ok false when a change
+   * was under way then (sql_data_gen) */
+  uint64_t begin_data_gen;
+  bool begin_data_ok;
   duckdb_prepared_statement txn_ps[SQL_TXN_VERBS]; /* prepared on first use */
   sql_commit_times last_commit; /* of the last hooked commit */
   bool role_read_only;          /* the user's role is read: writes fail 42501 */
@@ -262,8 +284,15 @@ mr_status sql_describe_columns(duckdb_prepared_statement ps, size_t nformats,
                                const int16_t *formats, const sql_sink *sink,
                                sql_error *err) MR_MUST_CHECK;
 
+/* The data generation a pure read of s may be answered at from the
+ * result cache, or false when s may not use it now: it has temporary
+ * tables or changes of its own, or its transaction's snapshot may be
+ * older than the engine's rows (sql_session.c). */
+bool sql_session_result_gen(sql_session *s, uint64_t *gen);
+
 /* COPY (sql_copy.c). */
-mr_status sql_copy_out(sql_session *s, const sql_copy_stmt *c, const sql_sink *sink,
+/* pure: the planner found the COPY's query pure (sql_plan.h). */
+mr_status sql_copy_out(sql_session *s, const sql_copy_stmt *c, bool pure, const sql_sink *sink,
                        uint64_t *nrows, sql_error *err) MR_MUST_CHECK;
 mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *sink, uint64_t *nrows,
                       sql_error *err) MR_MUST_CHECK;

@@ -660,6 +660,9 @@ mr_status sql_engine_load_rows(sql_engine *e, const char *schema, const char *ta
    * more than one statement: it runs in a transaction then, so a failure
    * still leaves none of the rows. */
   bool txn = nrows >= SINGLE_FLUSH_ROWS && !e->admin_in_txn;
+  bool own_change = !e->admin_in_txn; /* admin_begin marked one otherwise */
+  if (own_change)
+    sql_data_change_begin(e);
   mr_status rc = txn ? sql_exec(e->admin, "BEGIN", err) : MR_OK;
   fast_outcome how = FAST_DONE;
   if (rc == MR_OK)
@@ -672,6 +675,8 @@ mr_status sql_engine_load_rows(sql_engine *e, const char *schema, const char *ta
   }
   if (rc == MR_OK && how == FAST_STAGED)
     rc = load_staged(e->admin, schema, table, target, ncols, nrows, values, err);
+  if (own_change)
+    sql_data_change_end(e);
   pthread_mutex_unlock(&e->admin_lock);
   free(target);
   return rc;

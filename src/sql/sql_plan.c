@@ -34,6 +34,9 @@ typedef struct planner {
   const char *stmt; /* the statement's text, for messages */
   char **ctes;      /* WITH names of the statement */
   size_t nctes;
+  /* the statement reads something besides catalog rows: a temporary or
+   * pg_catalog relation, a SESSION function (sql_admit.h), CURRENT_*, $n */
+  bool impure;
 } planner;
 
 static mr_status nomem(sql_error *err) {
@@ -76,11 +79,15 @@ static mr_status check_relation(planner *p, const PgQuery__RangeVar *rv, bool wr
     return refuse(p, what);
   }
   bool temp_schema = schema && (strcmp(schema, "temp") == 0 || strcmp(schema, "pg_temp") == 0);
-  if ((schema == NULL || temp_schema) && is_temp_table(p, name))
+  if ((schema == NULL || temp_schema) && is_temp_table(p, name)) {
+    p->impure = true;
     return MR_OK;
+  }
   if (schema == NULL && !write && is_cte(p, name))
     return MR_OK;
   sql_admit_rel rel = sql_admit_relation(schema, name);
+  if (rel == SQL_REL_PG_CATALOG)
+    p->impure = true;
   if (rel == SQL_REL_REFUSED || (write && rel != SQL_REL_CATALOG)) {
     snprintf(what, sizeof what, "%s relation \"%s%s%s\"", write ? "writes to the" : "the",
              schema ? schema : "", schema ? "." : "", name);
@@ -93,8 +100,12 @@ static mr_status check_function(planner *p, const PgQuery__FuncCall *fc) {
   const char *name = fc->n_funcname ? node_str(fc->funcname[fc->n_funcname - 1]) : NULL;
   bool qualified_ok = fc->n_funcname == 1 || (fc->n_funcname == 2 && node_str(fc->funcname[0]) &&
                                               strcmp(node_str(fc->funcname[0]), "pg_catalog") == 0);
-  if (name && qualified_ok && sql_admit_function(name))
+  bool pure = false;
+  if (name && qualified_ok && sql_admit_function(name, &pure)) {
+    if (!pure)
+      p->impure = true;
     return MR_OK;
+  }
   char what[160];
   snprintf(what, sizeof what, "the function %s%s()", fc->n_funcname > 1 ? "qualified " : "",
            name ? name : "?");
@@ -156,6 +167,8 @@ static mr_status visit_check(planner *p, const ProtobufCMessage *m, int depth) {
     return check_relation(p, (const PgQuery__RangeVar *)m, false);
   if (d == &pg_query__func_call__descriptor)
     return check_function(p, (const PgQuery__FuncCall *)m);
+  if (d == &pg_query__sqlvalue_function__descriptor || d == &pg_query__param_ref__descriptor)
+    p->impure = true; /* CURRENT_TIMESTAMP, CURRENT_USER, ...; a bound parameter */
   if (depth > 0 &&
       (d == &pg_query__insert_stmt__descriptor || d == &pg_query__update_stmt__descriptor ||
        d == &pg_query__delete_stmt__descriptor || d == &pg_query__merge_stmt__descriptor))
@@ -678,8 +691,9 @@ mr_status sql_plan_query(const char *query, const sql_plan_env *env, sql_plans *
       rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_SYNTAX_ERROR, "empty statement");
       break;
     }
-    planner p = {env, err, pl->text, NULL, 0};
+    planner p = {env, err, pl->text, NULL, 0, false};
     rc = plan_node(&p, raw->stmt, pl);
+    pl->pure = !p.impure;
     if (rc == MR_OK && pl->kind == SQL_KIND_COPY)
       rc = copy_options(pl, err);
     if (rc == MR_OK)

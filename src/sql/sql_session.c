@@ -389,6 +389,7 @@ static mr_status begin_txn(sql_session *s, bool implicit, sql_error *err) {
    * this transaction's conflict check stricter, never looser */
   s->begin_seq = atomic_load(&s->e->commit_seq);
   s->begin_ddl_gen = atomic_load(&s->e->ddl_gen);
+  s->begin_data_ok = sql_data_gen(s->e, &s->begin_data_gen);
   s->txn_ddl = false;
   mr_status rc = txn_exec(s, SQL_TXN_BEGIN, err);
   if (rc)
@@ -539,7 +540,9 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
     }
     if (rc == MR_OK) {
       clock_gettime(CLOCK_MONOTONIC, &tp);
+      sql_data_change_begin(e);
       rc = end_txn_exec(s, SQL_TXN_COMMIT, err);
+      sql_data_change_end(e);
       tm.engine_commit = ms_since(&tp);
       if (rc == MR_OK)
         atomic_fetch_add(&e->commit_seq, 1);
@@ -564,6 +567,20 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
   s->read_only = false;
   drop_temps(s, false);
   return MR_OK;
+}
+
+bool sql_session_result_gen(sql_session *s, uint64_t *gen) {
+  if (s->e->rcache == NULL || s->ntemps > 0)
+    return false;
+  if (!sql_data_gen(s->e, gen))
+    return false;
+  if (s->status == 'I')
+    return true; /* a read in DuckDB's autocommit: its snapshot is now */
+  /* in a transaction: its snapshot, taken at BEGIN or at its first read,
+   * is the current rows only if nothing changed them since BEGIN; and
+   * changes of its own are not in the rows the cache describes */
+  return s->status == 'T' && s->begin_data_ok && s->begin_data_gen == *gen && s->cap.n == 0 &&
+         !s->txn_ddl;
 }
 
 /* ---- statements --------------------------------------------------------- */
@@ -820,7 +837,7 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
       rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_READ_ONLY_SQL_TRANSACTION,
                     "cannot execute COPY FROM in a read-only transaction");
     if (rc == MR_OK)
-      rc = c->from_stdin ? sql_copy_in(s, c, sink, &n, err) : sql_copy_out(s, c, sink, &n, err);
+      rc = c->from_stdin ? sql_copy_in(s, c, sink, &n, err) : sql_copy_out(s, c, pl->pure, sink, &n, err);
     if (rc)
       return rc;
     snprintf(tag, sizeof tag, "COPY %" PRIu64, n);

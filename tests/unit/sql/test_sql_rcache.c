@@ -1,0 +1,382 @@
+/* test_sql_rcache.c — the result cache (sql_rcache.h): the table itself
+ * (generations, the byte budget, least recently used eviction, an entry
+ * held across its eviction), and the cache inside a real engine: a pure
+ * binary COPY is answered again without DuckDB until the rows change, and
+ * never when the answer could differ — after a commit, a pre-load, inside
+ * a transaction older than the rows, with temporary tables, with a
+ * SESSION function or a pg_catalog relation — and a reader racing a
+ * writer never gets a row count older than the last acknowledged commit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sql/sql.h"
+#include "sql/sql_internal.h" /* the engine's cache, for its counters */
+#include "sql/sql_rcache.h"
+#include "sql/sql_util.h"
+
+/* ---- the table ---- */
+
+static uint8_t *bytes_of(const char *text, size_t *len) {
+  *len = strlen(text);
+  uint8_t *b = malloc(*len);
+  assert_non_null(b);
+  memcpy(b, text, *len);
+  return b;
+}
+
+static size_t *one_chunk(size_t len) {
+  size_t *c = malloc(sizeof *c);
+  assert_non_null(c);
+  *c = len;
+  return c;
+}
+
+static bool put_text(sql_rcache *c, const char *key, uint64_t gen, const char *text) {
+  size_t len;
+  uint8_t *b = bytes_of(text, &len);
+  return sql_rcache_put(c, key, gen, b, len, one_chunk(len), 1, 1, 1);
+}
+
+static bool holds(sql_rcache *c, const char *key, uint64_t gen, const char *text) {
+  const sql_rentry *e = sql_rcache_get(c, key, gen);
+  if (e == NULL)
+    return false;
+  bool same = e->len == strlen(text) && memcmp(e->bytes, text, e->len) == 0;
+  sql_rcache_release(c, e);
+  assert_true(same);
+  return true;
+}
+
+static void table_keeps_one_generation(void **state) {
+  (void)state;
+  assert_null(sql_rcache_new(0));
+  sql_rcache *c = sql_rcache_new(1 << 20);
+  assert_non_null(c);
+  assert_true(put_text(c, "q1", 2, "answer one"));
+  assert_true(put_text(c, "q2", 2, "answer two"));
+  assert_true(holds(c, "q1", 2, "answer one"));
+  assert_false(holds(c, "q3", 2, "none"));
+  /* the same read again: the newer answer replaces the older */
+  assert_true(put_text(c, "q1", 2, "answer one, again"));
+  assert_true(holds(c, "q1", 2, "answer one, again"));
+  /* a newer generation empties the table; an older one is never kept */
+  assert_false(holds(c, "q2", 3, "answer two"));
+  assert_false(put_text(c, "q2", 2, "late answer"));
+  assert_false(holds(c, "q2", 3, "late answer"));
+  sql_rcache_stats st;
+  sql_rcache_stats_get(c, &st);
+  assert_int_equal(st.entries, 0);
+  assert_int_equal(st.bytes, 0);
+  assert_int_equal(st.hits, 2);
+  sql_rcache_free(c);
+}
+
+static void table_stays_within_its_budget(void **state) {
+  (void)state;
+  sql_rcache *c = sql_rcache_new(16 * 1024); /* one entry may take 2 KiB */
+  char big[4096];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  assert_false(put_text(c, "too big", 1, big));
+  char text[1201];
+  memset(text, 'y', sizeof text - 1);
+  text[sizeof text - 1] = '\0';
+  char key[32];
+  for (int i = 0; i < 40; i++) {
+    snprintf(key, sizeof key, "q%d", i);
+    assert_true(put_text(c, key, 1, text));
+    assert_true(holds(c, "q0", 1, text)); /* used every time: never the oldest */
+    sql_rcache_stats st;
+    sql_rcache_stats_get(c, &st);
+    assert_true(st.bytes <= 16 * 1024);
+  }
+  assert_true(holds(c, "q39", 1, text));
+  assert_false(holds(c, "q1", 1, text)); /* the least recently used went first */
+  sql_rcache_free(c);
+}
+
+static void held_entry_outlives_its_eviction(void **state) {
+  (void)state;
+  sql_rcache *c = sql_rcache_new(1 << 20);
+  assert_true(put_text(c, "q", 5, "kept bytes"));
+  const sql_rentry *e = sql_rcache_get(c, "q", 5);
+  assert_non_null(e);
+  assert_null(sql_rcache_get(c, "q", 6)); /* drops it from the table */
+  assert_memory_equal(e->bytes, "kept bytes", 10);
+  sql_rcache_release(c, e); /* frees it (ASan / valgrind see a leak otherwise) */
+  sql_rcache_free(c);
+}
+
+/* ---- in an engine ---- */
+
+typedef struct copy_sink {
+  sql_strbuf bytes;
+  size_t chunks;
+} copy_sink;
+
+static int cs_begin(void *c, bool binary, size_t n) {
+  (void)c, (void)n;
+  return binary ? 0 : 1;
+}
+static int cs_data(void *c, const uint8_t *d, size_t n) {
+  copy_sink *s = c;
+  sql_strbuf_addn(&s->bytes, d, n);
+  s->chunks++;
+  return 0;
+}
+static int cs_other(void *c) {
+  (void)c;
+  return 0;
+}
+static int cs_complete(void *c, const char *tag) {
+  (void)c, (void)tag;
+  return 0;
+}
+static int cs_rowdesc(void *c, size_t n, const sql_column *cols) {
+  (void)c, (void)n, (void)cols;
+  return 0;
+}
+static int cs_row(void *c, size_t n, const char *const *v, const size_t *l) {
+  (void)c, (void)n, (void)v, (void)l;
+  return 0;
+}
+
+static void run_ok(sql_session *s, const char *sql, copy_sink *out) {
+  copy_sink scratch = {0};
+  copy_sink *cs = out ? out : &scratch;
+  sql_sink sink = {.ctx = cs,
+                   .row_description = cs_rowdesc,
+                   .data_row = cs_row,
+                   .command_complete = cs_complete,
+                   .copy_out_begin = cs_begin,
+                   .copy_data = cs_data,
+                   .copy_done = cs_other};
+  sql_error err;
+  if (sql_session_simple_query(s, sql, &sink, &err) != MR_OK)
+    fail_msg("%s: %s %s", sql, err.sqlstate, err.base.msg);
+  sql_strbuf_free(&scratch.bytes);
+}
+
+static int64_t be64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++)
+    v = v << 8 | p[i];
+  return (int64_t)v;
+}
+
+/* The one row of two BIGINTs a PGCOPY stream holds: header (19 bytes),
+ * field count, then length + value per field, then the trailer. */
+static void two_bigints(const copy_sink *cs, int64_t *a, int64_t *b) {
+  const uint8_t *p = (const uint8_t *)cs->bytes.data;
+  assert_int_equal(cs->bytes.len, 19 + 2 + 2 * (4 + 8) + 2);
+  assert_int_equal(p[19] << 8 | p[20], 2);
+  *a = be64(p + 21 + 4);
+  *b = be64(p + 21 + 4 + 8 + 4);
+}
+
+/* count(*) and max(id) of ducklake_t as session s reads them now. */
+#define READ_T "COPY (SELECT count(*), max(id) FROM public.ducklake_t) TO STDOUT (FORMAT binary)"
+static void read_t(sql_session *s, int64_t *count, int64_t *max) {
+  copy_sink cs = {0};
+  run_ok(s, READ_T, &cs);
+  two_bigints(&cs, count, max);
+  sql_strbuf_free(&cs.bytes);
+}
+
+typedef struct fixture {
+  sql_engine *e;
+  sql_session *s1, *s2;
+} fixture;
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  sql_error err;
+  sql_engine_options o = {.server_version = "15.0 (moraine test)", .result_cache_bytes = 1 << 20};
+  if (sql_engine_open(&o, &f->e, &err) != MR_OK ||
+      sql_engine_exec(f->e, "CREATE TABLE public.ducklake_t (id BIGINT)", &err) != MR_OK ||
+      sql_engine_exec(f->e, "INSERT INTO public.ducklake_t VALUES (1), (2)", &err) != MR_OK ||
+      sql_session_open(f->e, "u", "lake", &f->s1, &err) != MR_OK ||
+      sql_session_open(f->e, "u", "lake", &f->s2, &err) != MR_OK) {
+    fprintf(stderr, "setup: %s\n", err.base.msg);
+    return -1;
+  }
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  sql_session_close(f->s1);
+  sql_session_close(f->s2);
+  sql_engine_close(f->e);
+  free(f);
+  return 0;
+}
+
+static sql_rcache_stats stats(fixture *f) {
+  sql_rcache_stats st;
+  sql_rcache_stats_get(f->e->rcache, &st);
+  return st;
+}
+
+static void read_is_kept_until_a_commit(void **state) {
+  fixture *f = *state;
+  int64_t n, m;
+  read_t(f->s1, &n, &m);
+  assert_int_equal(n, 2);
+  assert_int_equal(m, 2);
+  sql_rcache_stats before = stats(f);
+  copy_sink again = {0}, first = {0};
+  run_ok(f->s2, READ_T, &again); /* another session: the same answer, kept */
+  assert_int_equal(stats(f).hits, before.hits + 1);
+  run_ok(f->s2, "COPY (SELECT count(*), max(id) FROM public.ducklake_t)  TO STDOUT (FORMAT binary)",
+         &first); /* another text: run, and equal byte for byte */
+  assert_int_equal(again.bytes.len, first.bytes.len);
+  assert_memory_equal(again.bytes.data, first.bytes.data, first.bytes.len);
+  run_ok(f->s2, "INSERT INTO public.ducklake_t VALUES (7)", NULL);
+  read_t(f->s1, &n, &m);
+  assert_int_equal(n, 3);
+  assert_int_equal(m, 7);
+  sql_strbuf_free(&again.bytes);
+  sql_strbuf_free(&first.bytes);
+}
+
+static void preload_moves_the_rows_on(void **state) {
+  fixture *f = *state;
+  int64_t n0, m0, n, m;
+  read_t(f->s1, &n0, &m0);
+  read_t(f->s1, &n, &m); /* kept */
+  sql_value v = SQL_VALUE_TEXT("100", 3);
+  sql_error err;
+  assert_int_equal(sql_engine_load_rows(f->e, "public", "ducklake_t", 1, 1, &v, &err), MR_OK);
+  read_t(f->s1, &n, &m);
+  assert_int_equal(n, n0 + 1);
+  assert_int_equal(m, 100);
+  assert_int_equal(sql_engine_exec_data(f->e, "DELETE FROM public.ducklake_t WHERE id = 100", &err),
+                   MR_OK);
+  read_t(f->s1, &n, &m);
+  assert_int_equal(n, n0);
+  assert_int_equal(m, m0);
+}
+
+static void transaction_reads_its_own_snapshot(void **state) {
+  fixture *f = *state;
+  int64_t n0, m0, n, m;
+  read_t(f->s2, &n0, &m0); /* kept at this generation */
+  run_ok(f->s1, "BEGIN", NULL);
+  read_t(f->s1, &n, &m); /* its snapshot is the kept generation: a hit is right */
+  assert_int_equal(n, n0);
+  run_ok(f->s2, "INSERT INTO public.ducklake_t VALUES (50)", NULL);
+  read_t(f->s2, &n, &m); /* the new rows, kept for the new generation */
+  assert_int_equal(n, n0 + 1);
+  sql_rcache_stats before = stats(f);
+  read_t(f->s1, &n, &m); /* still its own snapshot: neither served nor kept */
+  assert_int_equal(n, n0);
+  assert_int_equal(m, m0);
+  assert_int_equal(stats(f).hits, before.hits);
+  assert_int_equal(stats(f).puts, before.puts);
+  /* its own change is not the engine's rows either */
+  run_ok(f->s1, "ROLLBACK", NULL);
+  run_ok(f->s1, "BEGIN", NULL);
+  run_ok(f->s1, "INSERT INTO public.ducklake_t VALUES (60)", NULL);
+  read_t(f->s1, &n, &m);
+  assert_int_equal(n, n0 + 2);
+  assert_int_equal(m, 60);
+  run_ok(f->s1, "ROLLBACK", NULL);
+  read_t(f->s1, &n, &m);
+  assert_int_equal(n, n0 + 1);
+  assert_int_equal(m, 50);
+}
+
+static void session_state_is_never_kept(void **state) {
+  fixture *f = *state;
+  sql_rcache_stats before = stats(f);
+  run_ok(f->s1, "COPY (SELECT now()) TO STDOUT (FORMAT binary)", NULL);
+  run_ok(f->s1, "COPY (SELECT current_timestamp) TO STDOUT (FORMAT binary)", NULL);
+  run_ok(f->s1, "COPY (SELECT count(*) FROM pg_catalog.pg_class) TO STDOUT (FORMAT binary)", NULL);
+  run_ok(f->s1, "COPY (SELECT current_user) TO STDOUT (FORMAT binary)", NULL);
+  assert_int_equal(stats(f).puts, before.puts);
+  /* a session with a temporary table keeps nothing, not even a pure read */
+  run_ok(f->s1, "CREATE TEMP TABLE scratch (id BIGINT)", NULL);
+  int64_t n, m;
+  read_t(f->s1, &n, &m);
+  read_t(f->s1, &n, &m);
+  assert_int_equal(stats(f).puts, before.puts);
+  assert_int_equal(stats(f).hits, before.hits);
+  run_ok(f->s1, "DISCARD ALL", NULL);
+  read_t(f->s1, &n, &m);
+  read_t(f->s1, &n, &m);
+  assert_int_equal(stats(f).hits, before.hits + 1);
+}
+
+/* A writer commits ids one by one and says so after each commit returns;
+ * a reader must never see fewer rows than the writer had acknowledged
+ * before the read began. */
+typedef struct race {
+  fixture *f;
+  _Atomic int64_t acked;
+  _Atomic bool done;
+} race;
+
+#define RACE_COMMITS 300
+
+static void *race_writer(void *arg) {
+  race *r = arg;
+  char sql[96];
+  for (int i = 1; i <= RACE_COMMITS; i++) {
+    snprintf(sql, sizeof sql, "INSERT INTO public.ducklake_t VALUES (%d)", 1000 + i);
+    run_ok(r->f->s2, sql, NULL);
+    atomic_store(&r->acked, i);
+  }
+  atomic_store(&r->done, true);
+  return NULL;
+}
+
+static void reader_never_sees_an_acknowledged_commit_missing(void **state) {
+  fixture *f = *state;
+  int64_t n0, m;
+  read_t(f->s1, &n0, &m);
+  race r = {.f = f};
+  pthread_t w;
+  assert_int_equal(pthread_create(&w, NULL, race_writer, &r), 0);
+  int64_t reads = 0, last = n0;
+  while (!atomic_load(&r.done)) {
+    int64_t acked = atomic_load(&r.acked), n;
+    read_t(f->s1, &n, &m);
+    assert_true(n >= n0 + acked);
+    assert_true(n >= last); /* nor go back */
+    last = n;
+    reads++;
+  }
+  pthread_join(w, NULL);
+  read_t(f->s1, &last, &m);
+  assert_int_equal(last, n0 + RACE_COMMITS);
+  assert_int_equal(m, 1000 + RACE_COMMITS);
+  assert_true(reads > 0);
+}
+
+int main(void) {
+  const struct CMUnitTest table[] = {
+      cmocka_unit_test(table_keeps_one_generation),
+      cmocka_unit_test(table_stays_within_its_budget),
+      cmocka_unit_test(held_entry_outlives_its_eviction),
+  };
+  const struct CMUnitTest engine[] = {
+      cmocka_unit_test_setup_teardown(read_is_kept_until_a_commit, setup, teardown),
+      cmocka_unit_test_setup_teardown(preload_moves_the_rows_on, setup, teardown),
+      cmocka_unit_test_setup_teardown(transaction_reads_its_own_snapshot, setup, teardown),
+      cmocka_unit_test_setup_teardown(session_state_is_never_kept, setup, teardown),
+      cmocka_unit_test_setup_teardown(reader_never_sees_an_acknowledged_commit_missing, setup,
+                                      teardown),
+  };
+  int failed = cmocka_run_group_tests_name("rcache table", table, NULL, NULL);
+  return failed + cmocka_run_group_tests_name("rcache in an engine", engine, NULL, NULL);
+}
