@@ -595,12 +595,22 @@ static void entry_free(cat_entry *e) {
   free(e);
 }
 
+/* Shuts e (entry_shut) and logs why, with what its result cache served. */
+static mr_status entry_shut_logged(cat_entry *e, const char *why, mr_error *err) {
+  uint64_t hits = 0, misses = 0;
+  if (e->engine)
+    sql_engine_result_cache_counts(e->engine, &hits, &misses);
+  mr_status rc = entry_shut(e, err);
+  fprintf(stderr, "moraine: closed catalog \"%s\" (%s); result cache: %llu hits, %llu misses\n",
+          e->name, why, (unsigned long long)hits, (unsigned long long)misses);
+  return rc;
+}
+
 /* Closes e, which the caller marked CLOSING (lock not held). */
 static void entry_close(cat_registry *r, cat_entry *e, const char *why) {
   mr_error err;
-  if (entry_shut(e, &err) != MR_OK && !e->retired) /* a retired one was superseded */
+  if (entry_shut_logged(e, why, &err) != MR_OK && !e->retired) /* a retired one was superseded */
     fprintf(stderr, "moraine: closing catalog \"%s\": %s\n", e->name, err.msg);
-  fprintf(stderr, "moraine: closed catalog \"%s\" (%s)\n", e->name, why);
   pthread_mutex_lock(&r->mu);
   entry_unlink(r, e);
   r->nopen--;
@@ -875,10 +885,8 @@ mr_status cat_registry_close(cat_registry *r, mr_error *err) {
     cat_entry *e = r->entries;
     r->entries = e->next;
     mr_error cerr;
-    if (entry_shut(e, &cerr) != MR_OK && rc == MR_OK && !e->retired)
+    if (entry_shut_logged(e, "server stop", &cerr) != MR_OK && rc == MR_OK && !e->retired)
       rc = mr_fail(err, cerr.code, "catalog \"%s\": %s", e->name, cerr.msg);
-    if (!e->pinned)
-      fprintf(stderr, "moraine: closed catalog \"%s\" (server stop)\n", e->name);
     entry_free(e);
   }
   pthread_cond_destroy(&r->wake);

@@ -174,6 +174,10 @@ typedef struct sql_engine_options {
 /* The result cache `moraine serve` gives each catalog (--result-cache-mib). */
 #define SQL_RESULT_CACHE_DEFAULT_MIB 32
 
+/* Reads the result cache answered since the engine opened (hits) and
+ * looked up without an answer (misses); both 0 without a cache. */
+void sql_engine_result_cache_counts(sql_engine *e, uint64_t *hits, uint64_t *misses);
+
 /* Opens DuckDB, creates schema `public` and moraine's pg_catalog relations. */
 mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out,
                           sql_error *err) MR_MUST_CHECK;

@@ -186,6 +186,13 @@ void sql_data_change_end(sql_engine *e) {
   atomic_fetch_sub(&e->data_busy, 1);
 }
 
+void sql_engine_result_cache_counts(sql_engine *e, uint64_t *hits, uint64_t *misses) {
+  sql_rcache_stats st;
+  sql_rcache_stats_get(e->rcache, &st);
+  *hits = st.hits;
+  *misses = st.misses;
+}
+
 bool sql_data_gen(sql_engine *e, uint64_t *gen) {
   *gen = atomic_load(&e->data_gen);
   return atomic_load(&e->data_busy) == 0;

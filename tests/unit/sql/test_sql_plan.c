@@ -272,6 +272,43 @@ static void admits_the_corpus(void **state) {
   assert_int_equal(refused, 0);
 }
 
+/* A plan is pure exactly when its answer depends on catalog rows alone. */
+static void expect_pure(const char *sql, bool pure) {
+  sql_plans p;
+  const char *got = plan_state(sql, &p);
+  if (strcmp(got, "") != 0)
+    fail_msg("%s: refused with %s", sql, got);
+  assert_int_equal(p.n, 1);
+  if (p.v[0].pure != pure)
+    fail_msg("%s: pure is %d, expected %d", sql, p.v[0].pure, pure);
+  sql_plans_free(&p);
+}
+
+static void plans_know_what_their_answer_depends_on(void **state) {
+  (void)state;
+  expect_pure("COPY (SELECT \"snapshot_id\" FROM \"public\".\"ducklake_snapshot\" WHERE "
+              "\"snapshot_id\" = '5') TO STDOUT (FORMAT \"binary\")",
+              true);
+  expect_pure("COPY (SELECT * FROM (SELECT snapshot_id FROM public.ducklake_snapshot WHERE "
+              "snapshot_id = (SELECT MAX(snapshot_id) FROM public.ducklake_snapshot)) AS s) "
+              "TO STDOUT (FORMAT binary)",
+              true);
+  expect_pure("WITH c AS (SELECT coalesce(max(table_id), 0) AS m FROM ducklake_table) "
+              "SELECT lower('X'), m FROM c",
+              true);
+  expect_pure("SELECT 1", true);
+  /* the clock, chance, the session, or relations that are not catalog rows */
+  expect_pure("COPY (SELECT now()) TO STDOUT (FORMAT binary)", false);
+  expect_pure("SELECT CURRENT_TIMESTAMP", false);
+  expect_pure("SELECT current_user", false);
+  expect_pure("SELECT gen_random_uuid()", false);
+  expect_pure("SELECT pg_database_size(current_database())", false);
+  expect_pure("SELECT count(*) FROM pg_class", false);
+  expect_pure("SELECT count(*) FROM scratch", false);
+  expect_pure("SELECT snapshot_id FROM ducklake_snapshot WHERE snapshot_id = $1", false);
+  expect_pure("SELECT (SELECT max(a) FROM scratch) FROM ducklake_snapshot", false);
+}
+
 /* docs/security.md holds sql_admit_write_markdown's output verbatim. */
 static void docs_match_the_table(void **state) {
   char path[1024];
@@ -296,6 +333,7 @@ int main(void) {
       cmocka_unit_test(admits_catalog_traffic), cmocka_unit_test(plans_carry_kind_and_target),
       cmocka_unit_test(refuses_attacks),        cmocka_unit_test(refuses_deep_trees),
       cmocka_unit_test(admits_the_corpus),      cmocka_unit_test(docs_match_the_table),
+      cmocka_unit_test(plans_know_what_their_answer_depends_on),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
