@@ -15,7 +15,11 @@ Measured:
                 table (DuckLake reads most of the catalog lazily)
     commit      latency of one single-row INSERT commit, p50 / p99 / max
     time travel SELECT count(*) FROM lake.t AT (VERSION => k) for TT_VERSIONS
-                values of k spread over the history, TT_REPS each, median
+                values of k spread over the history, TT_REPS each, median;
+                "first read" is the median of each version's first query
+                only (no catalog answer of that version read before)
+    latest read SELECT count(*) FROM lake.t on a warm connection, no commit
+                in between (a dashboard's query), median of LATEST_N
     bulk        a 1000-row INSERT commit (one Parquet file), p50 of BULK_COMMITS
     writers     N writers (N in WRITERS) at once on lake.t, each its own DuckDB
                 instance committing WRITER_COMMITS single-row INSERTs: commits/s
@@ -368,12 +372,13 @@ def run_all(cats, args, sqlite_ext, works):
         # time travel over the insert history (versions after CREATE TABLE)
         step = max(1, args.commits // args.tt_versions)
         tt = {n: [] for n in names}
+        tt_first = {n: [] for n in names}
         tt_cpu = {n: [] for n in names}
         for n in names:
             cons[n] = open_con(sqlite_ext)
             cons[n].execute(cats[n].attach_sql(data[n]))
         i = 0
-        for _ in range(args.tt_reps):
+        for rep in range(args.tt_reps):
             for j in range(args.tt_versions):
                 for n in rr(i):
                     first = snaps[n][-args.commits]  # snapshot of the first INSERT
@@ -381,13 +386,25 @@ def run_all(cats, args, sqlite_ext, works):
                     c0, t0 = time.thread_time(), time.perf_counter()
                     cnt = cons[n].execute(f"SELECT count(*) FROM lake.t AT (VERSION => {k})").fetchone()[0]
                     tt[n].append(ms(t0))
+                    if rep == 0:
+                        tt_first[n].append(tt[n][-1])
                     tt_cpu[n].append(cpu_ms(c0))
                     assert cnt == k - first + 1, (n, k, cnt)
                 i += 1
+        # the latest rows again and again, nothing committed in between
+        latest = {n: [] for n in names}
+        for k in range(args.latest_n):
+            for n in rr(k):
+                t0 = time.perf_counter()
+                cnt = cons[n].execute("SELECT count(*) FROM lake.t").fetchone()[0]
+                latest[n].append(ms(t0))
+                assert cnt == args.commits, (n, cnt)
         for n in names:
             cons.pop(n).close()
             res[n]["tt"] = statistics.median(tt[n])
+            res[n]["tt_first"] = statistics.median(tt_first[n])
             res[n]["tt_cpu"] = statistics.median(tt_cpu[n])
+            res[n]["latest"] = statistics.median(latest[n])
 
         # 1000-row commits: each writes one Parquet file (past the inlining limit)
         bulk = {n: [] for n in names}
@@ -516,6 +533,8 @@ def rows_for(args):
         rows.append((f"commits given up, {w} writer{'s' if w > 1 else ''}", f"w{w}_fail"))
     rows += [
         ("time travel ms (median)", "tt"),
+        ("time travel, first read of a version ms (median)", "tt_first"),
+        ("latest read, no commit between ms (median)", "latest"),
         ("client CPU in a commit ms (median)", "commit_cpu"),
         ("client CPU in a 1000-row commit ms (median)", "bulk_cpu"),
         ("client CPU in attach + first query ms (median)", "attach_q_cpu"),
@@ -558,6 +577,7 @@ def main():
     ap.add_argument("--attach-n", type=int, default=21)
     ap.add_argument("--tt-versions", type=int, default=10)
     ap.add_argument("--tt-reps", type=int, default=5)
+    ap.add_argument("--latest-n", type=int, default=50)
     ap.add_argument("--cold-n", type=int, default=7)
     ap.add_argument("--bulk-commits", type=int, default=20, help="1000-row commits")
     ap.add_argument("--writers", default="1,4,8,16", help="writer counts for commits/s")

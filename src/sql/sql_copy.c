@@ -39,24 +39,29 @@ typedef struct copy_record {
   size_t nchunks, cap; /* cap: bytes allocated for chunks */
 } copy_record;
 
+static void record_free(copy_record *rec) {
+  sql_strbuf_free(&rec->bytes);
+  free(rec->chunks);
+  rec->chunks = NULL;
+  rec->nchunks = rec->cap = 0;
+}
+
 static void record_chunk(copy_record *rec, const sql_strbuf *b) {
   if (rec == NULL || !rec->on)
     return;
   if (rec->bytes.len + b->len > rec->max ||
       mr_grow((void **)&rec->chunks, &rec->cap, (rec->nchunks + 1) * sizeof *rec->chunks,
               8 * sizeof *rec->chunks) != MR_OK) {
-    rec->on = false;
+    rec->on = false; /* not kept: what was recorded goes now, not after the read */
+    record_free(rec);
     return;
   }
   sql_strbuf_addn(&rec->bytes, b->data, b->len);
   rec->chunks[rec->nchunks++] = b->len;
-  if (rec->bytes.failed)
+  if (rec->bytes.failed) {
     rec->on = false;
-}
-
-static void record_free(copy_record *rec) {
-  sql_strbuf_free(&rec->bytes);
-  free(rec->chunks);
+    record_free(rec);
+  }
 }
 
 static mr_status flush_out(const sql_sink *sink, sql_strbuf *b, copy_record *rec, sql_error *err) {
@@ -229,6 +234,9 @@ static mr_status copy_out_binary(sql_session *s, const char *query, bool pure,
   if (rc == MR_OK && rec.on && sql_session_result_gen(s, &gen_after) && gen_after == gen) {
     size_t len = rec.bytes.len;
     uint8_t *bytes = (uint8_t *)sql_strbuf_take(&rec.bytes);
+    uint8_t *fit = bytes ? realloc(bytes, len + 1) : NULL; /* the budget counts len */
+    if (fit)
+      bytes = fit;
     if (bytes) {
       sql_rcache_put(s->e->rcache, query, gen, bytes, len, rec.chunks, rec.nchunks, ncols, *nrows);
       rec.chunks = NULL; /* the cache's now, kept or freed */

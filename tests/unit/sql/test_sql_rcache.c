@@ -317,6 +317,24 @@ static void session_state_is_never_kept(void **state) {
   assert_int_equal(stats(f).hits, before.hits + 1);
 }
 
+static void large_answers_are_sent_not_kept(void **state) {
+  fixture *f = *state;
+  sql_rcache_stats before = stats(f);
+  const char *big = "COPY (SELECT i FROM generate_series(1, 100000) t(i)) TO STDOUT (FORMAT binary)";
+  for (int round = 0; round < 2; round++) {
+    copy_sink cs = {0};
+    run_ok(f->s1, big, &cs);
+    /* 100,000 rows of one BIGINT (2 + 4 + 8 bytes), header and trailer, in
+     * many CopyData messages: over the cache's 128 KiB per answer */
+    assert_int_equal(cs.bytes.len, 19 + 100000 * 14 + 2);
+    assert_true(cs.chunks > 1);
+    assert_int_equal(be64((const uint8_t *)cs.bytes.data + 19 + 99999 * 14 + 6), 100000);
+    sql_strbuf_free(&cs.bytes);
+  }
+  assert_int_equal(stats(f).puts, before.puts);
+  assert_int_equal(stats(f).hits, before.hits);
+}
+
 /* A writer commits ids one by one and says so after each commit returns;
  * a reader must never see fewer rows than the writer had acknowledged
  * before the read began. */
@@ -374,6 +392,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(preload_moves_the_rows_on, setup, teardown),
       cmocka_unit_test_setup_teardown(transaction_reads_its_own_snapshot, setup, teardown),
       cmocka_unit_test_setup_teardown(session_state_is_never_kept, setup, teardown),
+      cmocka_unit_test_setup_teardown(large_answers_are_sent_not_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(reader_never_sees_an_acknowledged_commit_missing, setup,
                                       teardown),
   };
