@@ -128,29 +128,29 @@ void sql_rcache_release(sql_rcache *c, const sql_rentry *ce) {
     entry_destroy(e);
 }
 
-/* The slot to fill (under mu): a free one, else the least recently used
- * entry's, which goes. */
-static size_t free_slot(sql_rcache *c) {
+/* The least recently used entry's slot, SQL_RCACHE_SLOTS when the table
+ * is empty (under mu). */
+static size_t lru_slot(const sql_rcache *c) {
   size_t lru = SQL_RCACHE_SLOTS;
-  for (size_t i = 0; i < SQL_RCACHE_SLOTS; i++) {
-    if (c->slot[i] == NULL)
-      return i;
-    if (lru == SQL_RCACHE_SLOTS || c->slot[i]->used < c->slot[lru]->used)
+  for (size_t i = 0; i < SQL_RCACHE_SLOTS; i++)
+    if (c->slot[i] && (lru == SQL_RCACHE_SLOTS || c->slot[i]->used < c->slot[lru]->used))
       lru = i;
-  }
-  unslot(c, lru);
   return lru;
 }
 
-/* Evicts least recently used entries until `need` more bytes fit (under mu). */
-static void make_room(sql_rcache *c, size_t need) {
-  while (c->bytes + need > c->budget && c->stats.entries > 0) {
-    size_t lru = SQL_RCACHE_SLOTS;
-    for (size_t i = 0; i < SQL_RCACHE_SLOTS; i++)
-      if (c->slot[i] && (lru == SQL_RCACHE_SLOTS || c->slot[i]->used < c->slot[lru]->used))
-        lru = i;
+/* Evicts least recently used entries until `need` more bytes fit, then
+ * returns a free slot (under mu). */
+static size_t make_room(sql_rcache *c, size_t need) {
+  size_t lru;
+  while (c->bytes + need > c->budget && (lru = lru_slot(c)) < SQL_RCACHE_SLOTS)
     unslot(c, lru);
-  }
+  for (size_t i = 0; i < SQL_RCACHE_SLOTS; i++)
+    if (c->slot[i] == NULL)
+      return i;
+  lru = lru_slot(c); /* every slot is taken, so there is one */
+  if (lru < SQL_RCACHE_SLOTS)
+    unslot(c, lru);
+  return lru;
 }
 
 bool sql_rcache_put(sql_rcache *c, const char *key, uint64_t gen, uint8_t *bytes, size_t len,
@@ -169,18 +169,20 @@ bool sql_rcache_put(sql_rcache *c, const char *key, uint64_t gen, uint8_t *bytes
   size_t size = entry_size(e);
   pthread_mutex_lock(&c->mu);
   advance(c, gen);
-  bool kept = gen == c->gen && size <= sql_rcache_entry_max(c);
-  if (kept) {
+  bool kept = false;
+  if (gen == c->gen && size <= sql_rcache_entry_max(c)) {
     size_t i = find(c, e->hash, key);
     if (i < SQL_RCACHE_SLOTS)
       unslot(c, i); /* the same read again: the newer answer stays */
-    make_room(c, size);
-    i = free_slot(c);
-    e->used = ++c->tick;
-    c->slot[i] = e;
-    c->bytes += size;
-    c->stats.entries++;
-    c->stats.puts++;
+    i = make_room(c, size);
+    if (i < SQL_RCACHE_SLOTS) {
+      e->used = ++c->tick;
+      c->slot[i] = e;
+      c->bytes += size;
+      c->stats.entries++;
+      c->stats.puts++;
+      kept = true;
+    }
   }
   pthread_mutex_unlock(&c->mu);
   if (!kept)

@@ -576,9 +576,10 @@ bool sql_session_result_gen(sql_session *s, uint64_t *gen) {
     return false;
   if (s->status == 'I')
     return true; /* a read in DuckDB's autocommit: its snapshot is now */
-  /* in a transaction: its snapshot, taken at BEGIN or at its first read,
-   * is the current rows only if nothing changed them since BEGIN; and
-   * changes of its own are not in the rows the cache describes */
+  /* in a transaction: its snapshot, taken at BEGIN (the engine's
+   * immediate_transaction_mode), is the current rows only if nothing
+   * changed them since; and changes of its own are not in the rows the
+   * cache describes */
   return s->status == 'T' && s->begin_data_ok && s->begin_data_gen == *gen && s->cap.n == 0 &&
          !s->txn_ddl;
 }
@@ -837,7 +838,8 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
       rc = sql_fail(err, MR_ERR_INVALID, SQLSTATE_READ_ONLY_SQL_TRANSACTION,
                     "cannot execute COPY FROM in a read-only transaction");
     if (rc == MR_OK)
-      rc = c->from_stdin ? sql_copy_in(s, c, sink, &n, err) : sql_copy_out(s, c, pl->pure, sink, &n, err);
+      rc = c->from_stdin ? sql_copy_in(s, c, sink, &n, err)
+                         : sql_copy_out(s, c, pl->pure, sink, &n, err);
     if (rc)
       return rc;
     snprintf(tag, sizeof tag, "COPY %" PRIu64, n);
