@@ -54,6 +54,7 @@ import pathlib
 import platform
 import pwd
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -584,6 +585,8 @@ def main():
     ap.add_argument("--writer-commits", type=int, default=20, help="commits per writer")
     ap.add_argument("--select1-n", type=int, default=2000)
     ap.add_argument("--only", default="moraine,postgres,sqlite,duckdb")
+    ap.add_argument("--moraine-args", default="",
+                    help="more `moraine serve` arguments, e.g. \"--result-cache-mib 0\"")
     args = ap.parse_args()
     args.writers = [int(w) for w in args.writers.split(",") if w]
     order = ["moraine", "postgres", "sqlite", "duckdb"]
@@ -598,7 +601,7 @@ def main():
         if name == "moraine":
             if not os.access(MORAINE, os.X_OK):
                 sys.exit(f"{MORAINE} missing: cmake --build build -j2")
-            cat = Moraine(work / "store")
+            cat = Moraine(work / "store", shlex.split(args.moraine_args))
         elif name == "postgres":
             if not (PG_BIN / "initdb").exists():
                 results[name] = {"error": "no PostgreSQL"}

@@ -1,7 +1,7 @@
 /*
  * sql_cache.c — the session statement cache (see sql_cache.h): a fixed
- * table of SQL_CACHE_SLOTS entries searched linearly by hash, then text.
- * 64 slots of a 64-bit compare each cost far less than one DuckDB prepare,
+ * table of up to SQL_CACHE_MAX_SLOTS entries searched linearly by hash, then
+ * text. 256 slots of a 64-bit compare each cost far less than one prepare,
  * and a fixed table keeps a session's cache bounded without a free list.
  */
 #include "sql/sql_cache.h"
@@ -26,19 +26,20 @@ static void entry_free(sql_cache *c, sql_cache_entry *e) {
   memset(e, 0, sizeof *e);
 }
 
-void sql_cache_init(sql_cache *c, void (*free_value)(sql_cache_purpose, void *)) {
+void sql_cache_init(sql_cache *c, void (*free_value)(sql_cache_purpose, void *), size_t nslots) {
   memset(c, 0, sizeof *c);
   c->free_value = free_value;
+  c->nslots = nslots < 1 ? 1 : nslots > SQL_CACHE_MAX_SLOTS ? SQL_CACHE_MAX_SLOTS : nslots;
 }
 
 void sql_cache_clear(sql_cache *c) {
-  for (size_t i = 0; i < SQL_CACHE_SLOTS; i++)
+  for (size_t i = 0; i < c->nslots; i++)
     entry_free(c, &c->slot[i]);
 }
 
 static sql_cache_entry *find(sql_cache *c, uint64_t h, sql_cache_purpose purpose,
                              const char *key) {
-  for (size_t i = 0; i < SQL_CACHE_SLOTS; i++) {
+  for (size_t i = 0; i < c->nslots; i++) {
     sql_cache_entry *e = &c->slot[i];
     if (e->hash == h && e->purpose == purpose && strcmp(e->key, key) == 0)
       return e;
@@ -90,7 +91,7 @@ bool sql_cache_put(sql_cache *c, sql_cache_purpose purpose, const char *key, voi
   sql_cache_entry *slot = find(c, h, purpose, key);
   if (slot == NULL) {
     slot = &c->slot[0];
-    for (size_t i = 0; i < SQL_CACHE_SLOTS && slot->hash != 0; i++)
+    for (size_t i = 0; i < c->nslots && slot->hash != 0; i++)
       if (c->slot[i].hash == 0 || c->slot[i].used < slot->used)
         slot = &c->slot[i];
   }

@@ -25,7 +25,12 @@
  * old shapes, so they go too. DDL is rare (DuckLake creates inlined tables
  * at schema changes), so whole-cache invalidation costs little.
  *
- * Bounds: SQL_CACHE_SLOTS entries; the least recently used is evicted.
+ * Bounds: the slots given at init (at most SQL_CACHE_MAX_SLOTS); the least
+ * recently used entry is evicted. A session's admitted texts get
+ * SQL_CACHE_PLAN_SLOTS: a plan is small, and time travel over many versions
+ * cycles through four texts per version (an LRU smaller than a cycle misses
+ * every time); its DuckDB statements get SQL_CACHE_PREPARED_SLOTS, each
+ * holding a plan of DuckDB's.
  * Ownership: a value returned by sql_cache_get stays owned by the cache and
  * valid until the next sql_cache_put, sql_cache_get under a new generation,
  * or sql_cache_clear on the same cache. Not thread-safe: one session's.
@@ -37,7 +42,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SQL_CACHE_SLOTS 64
+#define SQL_CACHE_MAX_SLOTS 256
+#define SQL_CACHE_PLAN_SLOTS 256
+#define SQL_CACHE_PREPARED_SLOTS 64
 
 typedef enum sql_cache_purpose {
   SQL_CACHE_PLANS = 1,
@@ -57,13 +64,15 @@ typedef struct sql_cache_entry {
 
 typedef struct sql_cache {
   void (*free_value)(sql_cache_purpose purpose, void *value);
-  sql_cache_entry slot[SQL_CACHE_SLOTS];
+  sql_cache_entry slot[SQL_CACHE_MAX_SLOTS];
+  size_t nslots; /* slots in use: the first nslots of slot */
   uint64_t tick;
   uint64_t ddl_gen, temp_gen; /* the generation every entry belongs to */
   uint64_t hits, misses;
 } sql_cache;
 
-void sql_cache_init(sql_cache *c, void (*free_value)(sql_cache_purpose, void *));
+/* nslots: 1 to SQL_CACHE_MAX_SLOTS (clamped). */
+void sql_cache_init(sql_cache *c, void (*free_value)(sql_cache_purpose, void *), size_t nslots);
 /* The value cached for (purpose, key) under generation (ddl_gen, temp_gen),
  * or NULL. A new generation empties the cache. */
 void *sql_cache_get(sql_cache *c, uint64_t ddl_gen, uint64_t temp_gen, sql_cache_purpose purpose,

@@ -267,8 +267,8 @@ mr_status sql_session_open(sql_engine *e, const char *user, const char *database
   s->e = e;
   s->status = 'I';
   pthread_mutex_init(&s->cancel_mu, NULL);
-  sql_cache_init(&s->plans, sql_cache_value_free);
-  sql_cache_init(&s->prepared_ps, sql_cache_value_free);
+  sql_cache_init(&s->plans, sql_cache_value_free, SQL_CACHE_PLAN_SLOTS);
+  sql_cache_init(&s->prepared_ps, sql_cache_value_free, SQL_CACHE_PREPARED_SLOTS);
   s->user = sql_strdup(user ? user : "moraine");
   s->database = sql_strdup(database ? database : "moraine");
   if (!s->user || !s->database) {

@@ -29,7 +29,7 @@ static int *boxed(int v) {
 static void hits_by_purpose_and_text(void **state) {
   sql_cache c;
   freed = 0;
-  sql_cache_init(&c, count_free);
+  sql_cache_init(&c, count_free, SQL_CACHE_PREPARED_SLOTS);
   assert_null(sql_cache_get(&c, 1, 1, SQL_CACHE_SELECT, "SELECT 1"));
   assert_true(sql_cache_put(&c, SQL_CACHE_SELECT, "SELECT 1", boxed(1)));
   int *v = sql_cache_get(&c, 1, 1, SQL_CACHE_SELECT, "SELECT 1");
@@ -50,7 +50,7 @@ static void hits_by_purpose_and_text(void **state) {
 static void new_generation_empties(void **state) {
   sql_cache c;
   freed = 0;
-  sql_cache_init(&c, count_free);
+  sql_cache_init(&c, count_free, SQL_CACHE_PREPARED_SLOTS);
   assert_null(sql_cache_get(&c, 5, 0, SQL_CACHE_PLANS, "q"));
   assert_true(sql_cache_put(&c, SQL_CACHE_PLANS, "q", boxed(1)));
   assert_non_null(sql_cache_get(&c, 5, 0, SQL_CACHE_PLANS, "q"));
@@ -65,9 +65,9 @@ static void new_generation_empties(void **state) {
 static void least_recently_used_is_evicted(void **state) {
   sql_cache c;
   freed = 0;
-  sql_cache_init(&c, count_free);
+  sql_cache_init(&c, count_free, SQL_CACHE_PREPARED_SLOTS);
   char key[32];
-  for (int i = 0; i < SQL_CACHE_SLOTS; i++) {
+  for (int i = 0; i < SQL_CACHE_PREPARED_SLOTS; i++) {
     snprintf(key, sizeof key, "q%d", i);
     assert_null(sql_cache_get(&c, 0, 0, SQL_CACHE_SELECT, key));
     assert_true(sql_cache_put(&c, SQL_CACHE_SELECT, key, boxed(i)));
@@ -81,14 +81,14 @@ static void least_recently_used_is_evicted(void **state) {
   assert_non_null(sql_cache_get(&c, 0, 0, SQL_CACHE_SELECT, "new"));
   assert_non_null(sql_cache_get(&c, 0, 0, SQL_CACHE_SELECT, "q2"));
   sql_cache_clear(&c);
-  assert_int_equal(freed, SQL_CACHE_SLOTS + 1);
+  assert_int_equal(freed, SQL_CACHE_PREPARED_SLOTS + 1);
 }
 
 /* take hands the value over: the cache no longer has it and never frees it */
 static void take_hands_the_value_over(void **state) {
   sql_cache c;
   freed = 0;
-  sql_cache_init(&c, count_free);
+  sql_cache_init(&c, count_free, SQL_CACHE_PREPARED_SLOTS);
   assert_null(sql_cache_take(&c, 3, 0, SQL_CACHE_PARSED, "q"));
   assert_true(sql_cache_put(&c, SQL_CACHE_PARSED, "q", boxed(7)));
   int *v = sql_cache_take(&c, 3, 0, SQL_CACHE_PARSED, "q");
