@@ -29,6 +29,7 @@ if the server does not start or the workload fails.
 import argparse
 import collections
 import re
+import shlex
 import statistics
 import sys
 import threading
@@ -148,10 +149,13 @@ def main():
     ap.add_argument("workload", choices=["commit", "attach", "timetravel", "writers"])
     ap.add_argument("--n", type=int, default=200, help="units (per writer for writers)")
     ap.add_argument("--writers", type=int, default=16)
+    ap.add_argument("--moraine-args", default="",
+                    help="more `moraine serve` arguments, e.g. \"--result-cache-mib 0\"")
     args = ap.parse_args()
     folder = tempdir("moraine-statements-")
     log_path = folder / "server.log"
-    srv = Moraine(folder / "store", ("--log-min-duration", "0", "--log-commit-phases"), log_path)
+    srv = Moraine(folder / "store", ["--log-min-duration", "0", "--log-commit-phases"]
+                  + shlex.split(args.moraine_args), log_path)
     try:
         srv.start()
         units, lat, notes = run(args, srv, folder)
