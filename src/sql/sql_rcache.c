@@ -165,7 +165,7 @@ bool sql_rcache_put(sql_rcache *c, const char *key, uint64_t gen, uint8_t *bytes
   }
   *e = (sql_rentry){.bytes = bytes, .len = len, .chunks = chunks, .nchunks = nchunks,
                     .ncols = ncols, .nrows = nrows, .key = k, .hash = key_hash(key),
-                    .gen = gen, .refs = 1};
+                    .refs = 1};
   size_t size = entry_size(e);
   pthread_mutex_lock(&c->mu);
   advance(c, gen);

@@ -51,7 +51,7 @@ typedef struct sql_rentry {
   uint64_t nrows;
   /* the cache's own */
   char *key;
-  uint64_t hash, gen, used;
+  uint64_t hash, used;
   unsigned refs;   /* the slot's reference and each caller's */
 } sql_rentry;
 
