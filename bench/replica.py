@@ -22,6 +22,7 @@ average: every server, client and the emulator share this machine's cores.
 import argparse
 import os
 import pathlib
+import shlex
 import statistics
 import sys
 import tempfile
@@ -82,8 +83,8 @@ def measure_lag(store, env, data, commits, follow_ms):
                 s.stop()
 
 
-def measure_reads(store, data, replicas, readers, seconds):
-    writer = Moraine(store)
+def measure_reads(store, data, replicas, readers, seconds, extra=()):
+    writer = Moraine(store, None, tuple(extra))
     reps = []
     try:
         duck = writer.attach(data)
@@ -91,7 +92,7 @@ def measure_reads(store, data, replicas, readers, seconds):
         for i in range(20):
             duck.execute(f"INSERT INTO lake.t VALUES ({i}, 'v{i}')")
         duck.close()
-        reps = [Moraine(store, None, ("--replica",)) for _ in range(replicas)]
+        reps = [Moraine(store, None, ("--replica", *extra)) for _ in range(replicas)]
         for r in reps:
             wait_catalog(r)
         servers = reps or [writer]
@@ -128,6 +129,9 @@ def main():
     ap.add_argument("--readers", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--only", default="lag,reads")
+    ap.add_argument("--moraine-args", default="",
+                    help="more `moraine serve` arguments for the reads servers, e.g. "
+                         "\"--result-cache-mib 0\"")
     a = ap.parse_args()
     only = set(a.only.split(","))
     work = pathlib.Path(tempfile.mkdtemp(prefix="moraine-bench-replica-"))
@@ -153,7 +157,7 @@ def main():
         base = None
         for replicas in (0, 1, 2, 4):
             qps = measure_reads(f"file://{work}/reads-{replicas}", work / f"rdata-{replicas}",
-                                replicas, a.readers, a.seconds)
+                                replicas, a.readers, a.seconds, shlex.split(a.moraine_args))
             base = base or qps
             label = "writer alone" if replicas == 0 else f"{replicas} replica(s)"
             print(f"| {label} | {a.readers} | {qps:.0f} | {qps / base:.2f}x |", flush=True)
