@@ -70,29 +70,25 @@ static mr_status flush_out(const sql_sink *sink, sql_strbuf *b, copy_record *rec
   if (b->len == 0)
     return MR_OK;
   if (SQL_SINK_CALL(sink, copy_data, (const uint8_t *)b->data, b->len))
-    return sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
+    return sql_fail_lost(err);
   record_chunk(rec, b);
   sql_strbuf_reset(b);
   return MR_OK;
-}
-
-static mr_status lost(sql_error *err) {
-  return sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
 }
 
 /* Sends a kept result again, chunk for chunk. */
 static mr_status copy_out_kept(const sql_rentry *r, const sql_sink *sink, uint64_t *nrows,
                                sql_error *err) {
   if (SQL_SINK_CALL(sink, copy_out_begin, true, r->ncols))
-    return lost(err);
+    return sql_fail_lost(err);
   size_t at = 0;
   for (size_t i = 0; i < r->nchunks; i++) {
     if (SQL_SINK_CALL(sink, copy_data, r->bytes + at, r->chunks[i]))
-      return lost(err);
+      return sql_fail_lost(err);
     at += r->chunks[i];
   }
   if (SQL_SINK_CALL0(sink, copy_done))
-    return lost(err);
+    return sql_fail_lost(err);
   *nrows = r->nrows;
   return MR_OK;
 }
@@ -176,7 +172,7 @@ static mr_status copy_out_run(sql_session *s, const char *query, const sql_sink 
   pg_coltype *types = NULL;
   rc = result_coltypes(&r, &types, err);
   if (rc == MR_OK && SQL_SINK_CALL(sink, copy_out_begin, true, ncols))
-    rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
+    rc = sql_fail_lost(err);
   sql_strbuf b = {0};
   sql_strbuf_addn(&b, pgcopy_signature, sizeof pgcopy_signature);
   sql_strbuf_add_be32(&b, 0); /* flags */
@@ -205,7 +201,7 @@ static mr_status copy_out_run(sql_session *s, const char *query, const sql_sink 
     rc = flush_out(sink, &b, rec, err);
   }
   if (rc == MR_OK && SQL_SINK_CALL0(sink, copy_done))
-    rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
+    rc = sql_fail_lost(err);
   sql_strbuf_free(&b);
   free(types);
   duckdb_destroy_result(&r);
@@ -277,7 +273,7 @@ static mr_status copy_out_text(sql_session *s, const sql_copy_stmt *c, const cha
   pg_coltype *types = NULL;
   mr_status rc = result_coltypes(&r, &types, err);
   if (rc == MR_OK && SQL_SINK_CALL(sink, copy_out_begin, false, ncols))
-    rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
+    rc = sql_fail_lost(err);
   sql_strbuf b = {0}, cell = {0};
   idx_t n = duckdb_row_count(&r);
   for (idx_t row = 0; rc == MR_OK && row < n; row++) {
@@ -300,7 +296,7 @@ static mr_status copy_out_text(sql_session *s, const sql_copy_stmt *c, const cha
   if (rc == MR_OK)
     rc = flush_out(sink, &b, NULL, err);
   if (rc == MR_OK && SQL_SINK_CALL0(sink, copy_done))
-    rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
+    rc = sql_fail_lost(err);
   sql_strbuf_free(&b);
   sql_strbuf_free(&cell);
   free(types);
@@ -772,7 +768,7 @@ mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *si
     return rc;
   }
   if (SQL_SINK_CALL(sink, copy_in_begin, c->format == SQL_COPY_BINARY, ci.ncols))
-    rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
+    rc = sql_fail_lost(err);
   while (rc == MR_OK) {
     const uint8_t *d;
     size_t n;

@@ -59,6 +59,10 @@ static bool contains_ci(const char *hay, const char *needle) {
   return false;
 }
 
+mr_status sql_fail_lost(sql_error *err) {
+  return sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
+}
+
 mr_status sql_fail_duckdb(sql_error *err, const char *msg) {
   if (msg == NULL)
     msg = "unknown DuckDB error";

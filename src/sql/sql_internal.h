@@ -261,6 +261,9 @@ duckdb_prepared_statement sql_dml_lifted(sql_session *s, const char *full);
 /* Runs sql on con, discarding any result (sql_engine.c). */
 mr_status sql_exec(duckdb_connection con, const char *sql, sql_error *err) MR_MUST_CHECK;
 
+/* The error of a sink that stopped (the client's connection is gone). */
+mr_status sql_fail_lost(sql_error *err);
+
 /* Maps a DuckDB error message onto SQLSTATE + message. */
 mr_status sql_fail_duckdb(sql_error *err, const char *msg);
 

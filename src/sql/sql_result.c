@@ -37,8 +37,7 @@ static mr_status describe(size_t ncols, const char *const *names, const pg_colty
   }
   int stop = SQL_SINK_CALL(sink, row_description, ncols, cols);
   free(cols);
-  return stop ? sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost")
-              : MR_OK;
+  return stop ? sql_fail_lost(err) : MR_OK;
 }
 
 mr_status sql_describe_columns(duckdb_prepared_statement ps, size_t nformats,
@@ -166,7 +165,7 @@ static mr_status send_binary(duckdb_result *r, size_t ncols, const pg_coltype *t
         lens[c] = len == 0xFFFFFFFFu ? 0 : len;
       }
       if (SQL_SINK_CALL(sink, data_row, ncols, vals, lens))
-        rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
+        rc = sql_fail_lost(err);
       (*nrows)++;
     }
     duckdb_destroy_data_chunk(&chunk);
@@ -207,7 +206,7 @@ static mr_status send_text(duckdb_result *r, size_t ncols, const pg_coltype *typ
     if (rc)
       break;
     if (SQL_SINK_CALL(sink, data_row, ncols, vals, lens))
-      rc = sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
+      rc = sql_fail_lost(err);
     (*nrows)++;
   }
   for (size_t c = 0; cells && c < ncols; c++)

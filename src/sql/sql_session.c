@@ -72,12 +72,8 @@ static const char *guc_display_name(const char *name) {
   return name;
 }
 
-static mr_status lost(sql_error *err) {
-  return sql_fail(err, MR_ERR_CLOSED, SQLSTATE_CONNECTION_FAILURE, "client connection lost");
-}
-
 static mr_status complete(const sql_sink *sink, const char *tag, sql_error *err) {
-  return SQL_SINK_CALL(sink, command_complete, tag) ? lost(err) : MR_OK;
+  return SQL_SINK_CALL(sink, command_complete, tag) ? sql_fail_lost(err) : MR_OK;
 }
 
 static mr_status duck_exec(sql_session *s, const char *sql, sql_error *err) {
@@ -895,7 +891,7 @@ static mr_status show(sql_session *s, const char *stmt, const sql_toks *t, const
   size_t len = strlen(value);
   if (SQL_SINK_CALL(sink, row_description, 1, &col) ||
       SQL_SINK_CALL(sink, data_row, 1, &value, &len))
-    rc = lost(err);
+    rc = sql_fail_lost(err);
   free(name);
   return rc ? rc : complete(sink, "SHOW", err);
 }
@@ -912,7 +908,7 @@ static mr_status set(sql_session *s, const char *stmt, const sql_toks *t, const 
     if (rc == MR_OK && guc_reported(name)) {
       const char *v = sql_session_guc(s, name);
       if (SQL_SINK_CALL(sink, parameter_status, guc_display_name(name), v ? v : ""))
-        rc = lost(err);
+        rc = sql_fail_lost(err);
     }
   }
   free(name);
@@ -1123,7 +1119,7 @@ mr_status sql_session_simple_query(sql_session *s, const char *query, const sql_
   for (size_t i = 0; rc == MR_OK && s->status != 'E' && i < plans->n; i++)
     rc = history_resident(s, &plans->v[i].hist, err);
   if (rc == MR_OK && plans->n == 0)
-    rc = SQL_SINK_CALL0(sink, empty_query) ? lost(err) : MR_OK;
+    rc = SQL_SINK_CALL0(sink, empty_query) ? sql_fail_lost(err) : MR_OK;
   else if (rc == MR_OK && plans->n > 1 && s->status == 'I')
     rc = begin_txn(s, true, err);
   for (size_t i = 0; rc == MR_OK && i < plans->n; i++)
@@ -1366,13 +1362,13 @@ mr_status sql_prepared_describe(sql_session *s, sql_prepared *p, bool with_param
                                 const int16_t *result_formats, const sql_sink *sink,
                                 sql_error *err) {
   if (with_params && SQL_SINK_CALL(sink, parameter_description, p->nparams, p->param_oids))
-    return lost(err);
+    return sql_fail_lost(err);
   if (p->kind == SQL_KIND_SHOW) {
     sql_column col = {"setting", PG_OID_TEXT, -1, -1, 0};
-    return SQL_SINK_CALL(sink, row_description, 1, &col) ? lost(err) : MR_OK;
+    return SQL_SINK_CALL(sink, row_description, 1, &col) ? sql_fail_lost(err) : MR_OK;
   }
   if (p->ps == NULL || p->capture || p->kind == SQL_KIND_DDL || p->multi)
-    return SQL_SINK_CALL0(sink, no_data) ? lost(err) : MR_OK;
+    return SQL_SINK_CALL0(sink, no_data) ? sql_fail_lost(err) : MR_OK;
   return sql_describe_columns(p->ps, nformats, result_formats, sink, err);
 }
 
@@ -1456,7 +1452,7 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
     return rc0;
   if (p->multi || p->ps == NULL) {
     if (!p->multi && p->plans.n == 0)
-      return SQL_SINK_CALL0(sink, empty_query) ? lost(err) : MR_OK;
+      return SQL_SINK_CALL0(sink, empty_query) ? sql_fail_lost(err) : MR_OK;
     if (!p->multi)
       return run_plan(s, &p->plans.v[0], sink, err); /* a session command */
     quiet_sink q = {sink, "SELECT 0"};

@@ -307,6 +307,14 @@ static void plans_know_what_their_answer_depends_on(void **state) {
   expect_pure("SELECT count(*) FROM scratch", false);
   expect_pure("SELECT snapshot_id FROM ducklake_snapshot WHERE snapshot_id = $1", false);
   expect_pure("SELECT (SELECT max(a) FROM scratch) FROM ducklake_snapshot", false);
+  /* hostile shapes: a CTE named like a catalog table, a qualified call */
+  expect_pure("WITH ducklake_snapshot AS (SELECT now() AS snapshot_id) "
+              "SELECT snapshot_id FROM ducklake_snapshot",
+              false);
+  expect_pure("SELECT pg_catalog.now(), snapshot_id FROM ducklake_snapshot", false);
+  expect_pure("SELECT snapshot_id FROM ducklake_snapshot WHERE snapshot_id IN "
+              "(SELECT oid FROM pg_catalog.pg_class)",
+              false);
 }
 
 /* docs/security.md holds sql_admit_write_markdown's output verbatim. */

@@ -4,8 +4,9 @@
  * binary COPY is answered again without DuckDB until the rows change, and
  * never when the answer could differ — after a commit, a pre-load, inside
  * a transaction older than the rows, with temporary tables, with a
- * SESSION function or a pg_catalog relation — and a reader racing a
- * writer never gets a row count older than the last acknowledged commit. */
+ * SESSION function or a pg_catalog relation — nor kept when too large or
+ * abandoned by its client; and a reader racing a writer never gets a row
+ * count older than the last acknowledged commit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -335,6 +336,34 @@ static void large_answers_are_sent_not_kept(void **state) {
   assert_int_equal(stats(f).hits, before.hits);
 }
 
+static int cs_refuse(void *c, const uint8_t *d, size_t n) {
+  (void)c, (void)d, (void)n;
+  return 1; /* the client went away */
+}
+
+/* A client that goes away in the middle of an answer leaves nothing kept:
+ * the next reader gets the whole answer, run again. */
+static void abandoned_answers_are_not_kept(void **state) {
+  fixture *f = *state;
+  sql_rcache_stats before = stats(f);
+  copy_sink cs = {0};
+  sql_sink gone = {.ctx = &cs,
+                   .row_description = cs_rowdesc,
+                   .data_row = cs_row,
+                   .command_complete = cs_complete,
+                   .copy_out_begin = cs_begin,
+                   .copy_data = cs_refuse,
+                   .copy_done = cs_other};
+  sql_error err;
+  assert_int_not_equal(sql_session_simple_query(f->s1, READ_T, &gone, &err), MR_OK);
+  assert_int_equal(stats(f).puts, before.puts);
+  int64_t n, m;
+  read_t(f->s2, &n, &m); /* run, and kept now */
+  assert_int_equal(n, 2);
+  assert_int_equal(m, 2);
+  assert_int_equal(stats(f).puts, before.puts + 1);
+}
+
 /* A writer commits ids one by one and says so after each commit returns;
  * a reader must never see fewer rows than the writer had acknowledged
  * before the read began. */
@@ -393,6 +422,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(transaction_reads_its_own_snapshot, setup, teardown),
       cmocka_unit_test_setup_teardown(session_state_is_never_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(large_answers_are_sent_not_kept, setup, teardown),
+      cmocka_unit_test_setup_teardown(abandoned_answers_are_not_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(reader_never_sees_an_acknowledged_commit_missing, setup,
                                       teardown),
   };
