@@ -50,6 +50,7 @@ static const char serve_usage[] =
     "                     [--max-connections N] [--auth-timeout SECONDS]\n"
     "                     [--shutdown-timeout SECONDS] [--log-level LEVEL]\n"
     "                     [--memory-limit SIZE] [--engine-threads N] [--result-cache-mib N]\n"
+    "                     [--refresh-ahead on|off]\n"
     "                     [--log-min-duration MS] [--log-commit-phases] [--cache-dir DIR]\n"
     "                     [--gc-interval SECONDS] [--gc-min-age SECONDS]\n"
     "                     [--tls-cert FILE --tls-key FILE [--tls-required]]\n"
@@ -107,6 +108,10 @@ static const char serve_usage[] =
     "                        catalog queries are small; sessions run in parallel)\n"
     "  --result-cache-mib N  MiB of catalog-read answers each catalog keeps until its next\n"
     "                        change (default 32; 0 turns the cache off)\n"
+    "  --refresh-ahead on|off\n"
+    "                        after each commit, re-read in the background the catalog\n"
+    "                        reads its writer repeats, so they are answered from the\n"
+    "                        cache (default on; docs/pgwire.md)\n"
     "  --log-min-duration MS log each statement (and each Sync that commits) taking at\n"
     "                        least MS milliseconds; 0 logs all, -1 none (default 1000)\n"
     "  --log-commit-phases   log one line per commit: lock wait, mapping to store records,\n"
@@ -251,6 +256,7 @@ int cli_serve(int argc, char **argv) {
   const char *min_duration = NULL;
   const char *engine_threads = "1";
   const char *result_cache_mib = NULL;
+  const char *refresh_ahead = "on";
   const char *cache_dir = NULL;
   const char *default_database = "lake";
   const char *unknown_databases = "create";
@@ -291,6 +297,7 @@ int cli_serve(int argc, char **argv) {
                         : strcmp(a, "--log-min-duration") == 0 ? &min_duration
                         : strcmp(a, "--engine-threads") == 0   ? &engine_threads
                         : strcmp(a, "--result-cache-mib") == 0 ? &result_cache_mib
+                        : strcmp(a, "--refresh-ahead") == 0    ? &refresh_ahead
                         : strcmp(a, "--cache-dir") == 0        ? &cache_dir
                         : strcmp(a, "--tls-cert") == 0         ? &tls_cert
                         : strcmp(a, "--tls-key") == 0          ? &tls_key
@@ -375,6 +382,10 @@ int cli_serve(int argc, char **argv) {
   else if (result_cache_mib && (cache_mib = parse_count(result_cache_mib, 65536)) < 0) {
     fprintf(stderr, "moraine: serve: --result-cache-mib wants a number from 0 to 65536, got '%s'\n",
             result_cache_mib);
+    return 2;
+  }
+  if (strcmp(refresh_ahead, "on") != 0 && strcmp(refresh_ahead, "off") != 0) {
+    fprintf(stderr, "moraine: serve: --refresh-ahead wants on or off, got '%s'\n", refresh_ahead);
     return 2;
   }
   if (default_database[0] == '\0' || strlen(default_database) > CAT_REGISTRY_MAX_NAME) {
@@ -534,7 +545,8 @@ int cli_serve(int argc, char **argv) {
                       .memory_limit = memory_limit,
                       .threads = (int)threads,
                       .replica = replica,
-                      .result_cache_bytes = (size_t)cache_mib << 20},
+                      .result_cache_bytes = (size_t)cache_mib << 20,
+                      .refresh_ahead = strcmp(refresh_ahead, "on") == 0},
       .default_hooks = {on_fenced, on_reload, NULL, NULL},
       .replica = replica,
       .follow_ms = follow_ms,

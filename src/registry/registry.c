@@ -597,12 +597,15 @@ static void entry_free(cat_entry *e) {
 
 /* Shuts e (entry_shut) and logs why, with what its result cache served. */
 static mr_status entry_shut_logged(cat_entry *e, const char *why, mr_error *err) {
-  uint64_t hits = 0, misses = 0;
+  sql_result_cache_counts rc_counts = {0};
   if (e->engine)
-    sql_engine_result_cache_counts(e->engine, &hits, &misses);
+    sql_engine_result_cache_counts(e->engine, &rc_counts);
   mr_status rc = entry_shut(e, err);
-  fprintf(stderr, "moraine: closed catalog \"%s\" (%s); result cache: %llu hits, %llu misses\n",
-          e->name, why, (unsigned long long)hits, (unsigned long long)misses);
+  fprintf(stderr,
+          "moraine: closed catalog \"%s\" (%s); result cache: %llu hits, %llu misses, "
+          "%llu refreshed ahead\n",
+          e->name, why, (unsigned long long)rc_counts.hits, (unsigned long long)rc_counts.misses,
+          (unsigned long long)rc_counts.refreshed);
   return rc;
 }
 

@@ -169,14 +169,25 @@ typedef struct sql_engine_options {
   /* bytes of catalog-read results kept between changes (sql_rcache.h);
    * 0: none */
   size_t result_cache_bytes;
+  /* after each commit, run again in the background the reads its writer
+   * repeats, so that their next run is a hit (sql_refresh.h); needs the
+   * result cache */
+  bool refresh_ahead;
 } sql_engine_options;
 
 /* The result cache `moraine serve` gives each catalog (--result-cache-mib). */
 #define SQL_RESULT_CACHE_DEFAULT_MIB 32
 
-/* Reads the result cache answered since the engine opened (hits) and
- * looked up without an answer (misses); both 0 without a cache. */
-void sql_engine_result_cache_counts(sql_engine *e, uint64_t *hits, uint64_t *misses);
+/* What the result cache did since the engine opened: reads it answered
+ * (hits), reads looked up without an answer (misses), answers refreshed
+ * ahead after commits; all 0 without a cache. */
+typedef struct sql_result_cache_counts {
+  uint64_t hits, misses, refreshed;
+} sql_result_cache_counts;
+void sql_engine_result_cache_counts(sql_engine *e, sql_result_cache_counts *out);
+
+/* Blocks until the refresh after the last commit has run (tests). */
+void sql_engine_refresh_wait(sql_engine *e);
 
 /* Opens DuckDB, creates schema `public` and moraine's pg_catalog relations. */
 mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out,

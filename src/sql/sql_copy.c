@@ -214,6 +214,8 @@ static mr_status copy_out_binary(sql_session *s, const char *query, bool pure,
                                  const sql_sink *sink, uint64_t *nrows, sql_error *err) {
   uint64_t gen = 0;
   bool cacheable = pure && sql_session_result_gen(s, &gen);
+  if (cacheable && s->refresher && sql_rcache_has(s->e->rcache, query, gen))
+    return MR_OK; /* a client read it first; the refresher's sink sends nothing */
   if (cacheable) {
     const sql_rentry *kept = sql_rcache_get(s->e->rcache, query, gen);
     if (kept) {
@@ -234,7 +236,9 @@ static mr_status copy_out_binary(sql_session *s, const char *query, bool pure,
     if (fit)
       bytes = fit;
     if (bytes) {
-      sql_rcache_put(s->e->rcache, query, gen, bytes, len, rec.chunks, rec.nchunks, ncols, *nrows);
+      if (sql_rcache_put(s->e->rcache, query, gen, bytes, len, rec.chunks, rec.nchunks, ncols,
+                         *nrows))
+        s->rcache_kept++;
       rec.chunks = NULL; /* the cache's now, kept or freed */
     }
   }

@@ -190,11 +190,17 @@ void sql_data_change_end(sql_engine *e) {
   atomic_fetch_sub(&e->data_busy, 1);
 }
 
-void sql_engine_result_cache_counts(sql_engine *e, uint64_t *hits, uint64_t *misses) {
+void sql_engine_result_cache_counts(sql_engine *e, sql_result_cache_counts *out) {
   sql_rcache_stats st;
   sql_rcache_stats_get(e->rcache, &st);
-  *hits = st.hits;
-  *misses = st.misses;
+  sql_refresh_counts rf;
+  sql_refresh_counts_get(e->refresh, &rf);
+  *out = (sql_result_cache_counts){.hits = st.hits, .misses = st.misses,
+                                   .refreshed = rf.refreshed};
+}
+
+void sql_engine_refresh_wait(sql_engine *e) {
+  sql_refresh_wait_idle(e->refresh);
 }
 
 bool sql_data_gen(sql_engine *e, uint64_t *gen) {
@@ -289,6 +295,10 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
     sql_engine_close(e);
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   }
+  if (e->rcache && opts->refresh_ahead && (e->refresh = sql_refresh_new(e)) == NULL) {
+    sql_engine_close(e);
+    return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
+  }
   if (duckdb_connect(e->db, &e->admin) != DuckDBSuccess) {
     sql_engine_close(e);
     return sql_fail(err, MR_ERR_IO, SQLSTATE_IO_ERROR, "cannot connect to DuckDB");
@@ -348,6 +358,7 @@ void sql_engine_warm(sql_engine *e) {
 void sql_engine_close(sql_engine *e) {
   if (e == NULL)
     return;
+  sql_refresh_free(e->refresh); /* its session goes before the others */
   if (e->warm_started)
     pthread_join(e->warm_thread, NULL);
   sql_session_free_idle(e);

@@ -29,6 +29,7 @@
 #include "sql/sql_lex.h"
 #include "sql/sql_plan.h"
 #include "sql/sql_rcache.h"
+#include "sql/sql_refresh.h"
 #include "sql/sql_relcache.h"
 #include "sql/sql_types.h"
 #include "sql/sql_util.h"
@@ -57,6 +58,7 @@ struct sql_engine {
   _Atomic uint64_t data_gen;
   _Atomic unsigned data_busy;
   sql_rcache *rcache; /* catalog-read results; NULL: none */
+  sql_refresh *refresh; /* refresh ahead of rcache (sql_refresh.h); NULL: none */
   char *dbname;          /* DuckDB database holding the catalog tables */
   sql_relcache *relcache;         /* its tables, for pg_class / pg_attribute */
   duckdb_connection relcache_con; /* re-reads the relcache; under its refresh lock */
@@ -195,6 +197,11 @@ struct sql_session {
   pthread_mutex_t cancel_mu;
   bool no_cancel;
   size_t ntemps;
+  /* refresh ahead (sql_refresh.h): the refreshable reads of the open
+   * transaction and of the one before it */
+  sql_read_set reads, prev_reads;
+  bool refresher;       /* the engine's refresher runs this session */
+  uint64_t rcache_kept; /* answers this session put in the result cache */
 };
 
 struct sql_prepared {

@@ -117,6 +117,16 @@ const sql_rentry *sql_rcache_get(sql_rcache *c, const char *key, uint64_t gen) {
   return e;
 }
 
+bool sql_rcache_has(sql_rcache *c, const char *key, uint64_t gen) {
+  if (c == NULL)
+    return false;
+  uint64_t h = key_hash(key);
+  pthread_mutex_lock(&c->mu);
+  bool has = gen == c->gen && find(c, h, key) < SQL_RCACHE_SLOTS;
+  pthread_mutex_unlock(&c->mu);
+  return has;
+}
+
 void sql_rcache_release(sql_rcache *c, const sql_rentry *ce) {
   if (c == NULL || ce == NULL)
     return;

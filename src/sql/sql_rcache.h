@@ -68,6 +68,9 @@ size_t sql_rcache_entry_max(const sql_rcache *c);
  * sql_rcache_release; NULL on a miss. */
 const sql_rentry *sql_rcache_get(sql_rcache *c, const char *key, uint64_t gen);
 void sql_rcache_release(sql_rcache *c, const sql_rentry *e);
+/* Is an answer for key at generation gen kept? Counts neither a hit nor a
+ * miss (the refresher's look, sql_refresh.h). */
+bool sql_rcache_has(sql_rcache *c, const char *key, uint64_t gen);
 
 /*
  * Keeps a result of key made at generation gen. Takes bytes and chunks

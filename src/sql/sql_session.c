@@ -296,7 +296,7 @@ static bool session_park(sql_session *s) {
   pthread_mutex_lock(&e->idle_mu);
   bool room = e->nidle < SQL_ENGINE_IDLE_SESSIONS; /* rechecked below */
   pthread_mutex_unlock(&e->idle_mu);
-  if (!room || s->con == NULL || s->temp_gen != 0 || s->ntemps != 0)
+  if (!room || s->con == NULL || s->temp_gen != 0 || s->ntemps != 0 || s->refresher)
     return false;
   sql_session_reset(s); /* transaction (and its capture), GUCs */
   /* the client's statements go to the Parse cache, as at a Close */
@@ -306,6 +306,8 @@ static bool session_park(sql_session *s) {
   s->dealloc = NULL;
   s->dealloc_ctx = NULL;
   s->has_last_commit = false;
+  sql_read_set_clear(&s->reads);
+  sql_read_set_clear(&s->prev_reads);
   free(s->user);
   free(s->database);
   s->user = s->database = NULL;
@@ -348,6 +350,8 @@ static void session_destroy(sql_session *s) {
   while (s->ntemps)
     temp_forget(s, 0);
   free(s->temps);
+  sql_read_set_clear(&s->reads);
+  sql_read_set_clear(&s->prev_reads);
   sql_shapes_clear(&s->shapes);
   pthread_mutex_destroy(&s->cancel_mu);
   free(s->user);
@@ -443,6 +447,13 @@ static mr_status end_txn_exec(sql_session *s, sql_txn_verb v, sql_error *err) {
   return rc;
 }
 
+/* At a transaction's end: its reads become the previous transaction's,
+ * which the next commit's refresh compares with (sql_refresh.h). */
+static void end_reads(sql_session *s) {
+  if (s->reads.n > 0)
+    sql_read_set_rotate(&s->reads, &s->prev_reads);
+}
+
 static void rollback_txn(sql_session *s) {
   sql_error ignore;
   if (end_txn_exec(s, SQL_TXN_ROLLBACK, &ignore)) {
@@ -450,6 +461,7 @@ static void rollback_txn(sql_session *s) {
   }
   ddl_settled(s, false);
   sql_capture_clear(&s->cap);
+  end_reads(s);
   s->status = 'I';
   s->implicit = false;
   s->read_only = false;
@@ -546,6 +558,9 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
         e->hooks.finished(e->hooks.ctx, &ch, rc == MR_OK);
     }
     pthread_mutex_unlock(&e->commit_lock);
+    uint64_t gen;
+    if (rc == MR_OK && e->refresh && sql_data_gen(e, &gen))
+      sql_refresh_after_commit(e->refresh, &s->reads, &s->prev_reads, gen);
     tm.total = ms_since(&t0);
     if (e->has_hooks) {
       s->last_commit = tm;
@@ -558,6 +573,7 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
   }
   ddl_settled(s, true);
   sql_capture_clear(&s->cap);
+  end_reads(s);
   s->status = 'I';
   s->implicit = false;
   s->read_only = false;
@@ -838,6 +854,10 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
                          : sql_copy_out(s, c, pl->pure, sink, &n, err);
     if (rc)
       return rc;
+    /* a read the next commit's refresh may run again (sql_refresh.h) */
+    if (pl->pure && !c->from_stdin && c->format == SQL_COPY_BINARY && s->e->refresh &&
+        s->status == 'T' && !s->refresher)
+      sql_read_set_note(&s->reads, stmt);
     snprintf(tag, sizeof tag, "COPY %" PRIu64, n);
     return complete(sink, tag, err);
   }

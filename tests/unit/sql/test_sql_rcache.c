@@ -6,7 +6,10 @@
  * a transaction older than the rows, with temporary tables, with a
  * SESSION function or a pg_catalog relation — nor kept when too large or
  * abandoned by its client; and a reader racing a writer never gets a row
- * count older than the last acknowledged commit. */
+ * count older than the last acknowledged commit. Refresh ahead
+ * (sql_refresh.h): the reads a writer repeats are kept again after its
+ * commit, one-off reads are not, and a reader racing a refreshing writer
+ * still never goes back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -197,10 +200,12 @@ typedef struct fixture {
   sql_session *s1, *s2;
 } fixture;
 
-static int setup(void **state) {
+static int setup_with(void **state, bool refresh_ahead) {
   fixture *f = calloc(1, sizeof *f);
   sql_error err;
-  sql_engine_options o = {.server_version = "15.0 (moraine test)", .result_cache_bytes = 1 << 20};
+  sql_engine_options o = {.server_version = "15.0 (moraine test)",
+                          .result_cache_bytes = 1 << 20,
+                          .refresh_ahead = refresh_ahead};
   if (sql_engine_open(&o, &f->e, &err) != MR_OK ||
       sql_engine_exec(f->e, "CREATE TABLE public.ducklake_t (id BIGINT)", &err) != MR_OK ||
       sql_engine_exec(f->e, "INSERT INTO public.ducklake_t VALUES (1), (2)", &err) != MR_OK ||
@@ -211,6 +216,14 @@ static int setup(void **state) {
   }
   *state = f;
   return 0;
+}
+
+static int setup(void **state) {
+  return setup_with(state, false);
+}
+
+static int setup_refresh(void **state) {
+  return setup_with(state, true);
 }
 
 static int teardown(void **state) {
@@ -379,8 +392,13 @@ static void *race_writer(void *arg) {
   race *r = arg;
   char sql[96];
   for (int i = 1; i <= RACE_COMMITS; i++) {
+    /* as DuckLake does: the latest rows read inside the writing
+     * transaction, so that with refresh ahead each commit queues them */
     snprintf(sql, sizeof sql, "INSERT INTO public.ducklake_t VALUES (%d)", 1000 + i);
+    run_ok(r->f->s2, "BEGIN", NULL);
+    run_ok(r->f->s2, READ_T, NULL);
     run_ok(r->f->s2, sql, NULL);
+    run_ok(r->f->s2, "COMMIT", NULL);
     atomic_store(&r->acked, i);
   }
   atomic_store(&r->done, true);
@@ -410,6 +428,86 @@ static void reader_never_sees_an_acknowledged_commit_missing(void **state) {
   assert_true(reads > 0);
 }
 
+static sql_result_cache_counts counts(fixture *f) {
+  sql_result_cache_counts c;
+  sql_engine_result_cache_counts(f->e, &c);
+  return c;
+}
+
+/* One DuckLake-like commit on s: BEGIN, the reads, one insert, COMMIT. */
+static void read_and_commit(sql_session *s, const char *read, int id) {
+  char sql[96];
+  snprintf(sql, sizeof sql, "INSERT INTO public.ducklake_t VALUES (%d)", id);
+  run_ok(s, "BEGIN", NULL);
+  run_ok(s, read, NULL);
+  run_ok(s, sql, NULL);
+  run_ok(s, "COMMIT", NULL);
+}
+
+static void writer_reads_are_refreshed_after_its_commit(void **state) {
+  fixture *f = *state;
+  read_and_commit(f->s2, READ_T, 10);
+  sql_engine_refresh_wait(f->e);
+  assert_int_equal(counts(f).refreshed, 0); /* read once so far: not a repeat */
+  read_and_commit(f->s2, READ_T, 11);
+  sql_engine_refresh_wait(f->e);
+  assert_int_equal(counts(f).refreshed, 1);
+  /* the next read of it, by anyone, is a hit, and it is the new rows */
+  sql_rcache_stats before = stats(f);
+  copy_sink hit = {0}, run = {0};
+  run_ok(f->s1, READ_T, &hit);
+  assert_int_equal(stats(f).hits, before.hits + 1);
+  int64_t n, m;
+  two_bigints(&hit, &n, &m);
+  assert_int_equal(n, 4);
+  assert_int_equal(m, 11);
+  run_ok(f->s1, "COPY (SELECT count(*), max(id) FROM public.ducklake_t)  TO STDOUT (FORMAT binary)",
+         &run); /* another text: run, and equal byte for byte */
+  assert_int_equal(hit.bytes.len, run.bytes.len);
+  assert_memory_equal(hit.bytes.data, run.bytes.data, run.bytes.len);
+  sql_strbuf_free(&hit.bytes);
+  sql_strbuf_free(&run.bytes);
+}
+
+static void one_off_reads_are_not_refreshed(void **state) {
+  fixture *f = *state;
+  /* a read at one id, then at another: no text repeats */
+  read_and_commit(f->s2, "COPY (SELECT id FROM public.ducklake_t WHERE id = 1) TO STDOUT (FORMAT binary)",
+                  20);
+  read_and_commit(f->s2, "COPY (SELECT id FROM public.ducklake_t WHERE id = 2) TO STDOUT (FORMAT binary)",
+                  21);
+  /* nor an impure one, nor one outside a transaction */
+  read_and_commit(f->s2, "COPY (SELECT now()) TO STDOUT (FORMAT binary)", 22);
+  read_and_commit(f->s2, "COPY (SELECT now()) TO STDOUT (FORMAT binary)", 23);
+  run_ok(f->s2, READ_T, NULL);
+  run_ok(f->s2, "INSERT INTO public.ducklake_t VALUES (24)", NULL);
+  run_ok(f->s2, READ_T, NULL);
+  run_ok(f->s2, "INSERT INTO public.ducklake_t VALUES (25)", NULL);
+  sql_engine_refresh_wait(f->e);
+  assert_int_equal(counts(f).refreshed, 0);
+  /* a retry after a rollback repeats its reads: they count */
+  run_ok(f->s2, "BEGIN", NULL);
+  run_ok(f->s2, READ_T, NULL);
+  run_ok(f->s2, "ROLLBACK", NULL);
+  read_and_commit(f->s2, READ_T, 26);
+  sql_engine_refresh_wait(f->e);
+  assert_int_equal(counts(f).refreshed, 1);
+  int64_t n, m;
+  read_t(f->s1, &n, &m);
+  assert_int_equal(n, 2 + 7);
+  assert_int_equal(m, 26);
+}
+
+/* The race above with the writer's reads refreshed after every commit:
+ * the refresher's puts race the writer's next commit and the reader. */
+static void refreshed_reads_never_go_back(void **state) {
+  reader_never_sees_an_acknowledged_commit_missing(state);
+  fixture *f = *state;
+  sql_engine_refresh_wait(f->e);
+  sql_result_cache_counts c = counts(f);
+  assert_true(c.refreshed > 0);
+}
+
 int main(void) {
   const struct CMUnitTest table[] = {
       cmocka_unit_test(table_keeps_one_generation),
@@ -425,6 +523,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(abandoned_answers_are_not_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(reader_never_sees_an_acknowledged_commit_missing, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(writer_reads_are_refreshed_after_its_commit, setup_refresh,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(one_off_reads_are_not_refreshed, setup_refresh, teardown),
+      cmocka_unit_test_setup_teardown(refreshed_reads_never_go_back, setup_refresh, teardown),
   };
   int failed = cmocka_run_group_tests_name("rcache table", table, NULL, NULL);
   return failed + cmocka_run_group_tests_name("rcache in an engine", engine, NULL, NULL);
