@@ -3,17 +3,21 @@ clients: answers kept between commits are served (the server's count says
 so), yet no reader ever misses a commit that was acknowledged before its
 query, a transaction keeps its snapshot while others commit, and time
 travel answers every version the same before and after a restart and with
-the cache off.
+the cache off. Refresh ahead (docs/pgwire.md): a writer's repeated reads are
+kept again after each of its commits, and what readers see is the same with
+it off.
 
 The binary is MORAINE_BIN (default build/src/cli/moraine).
 """
 import re
+import subprocess
 import threading
 
 from conftest import connect
-from test_pg_front import Server
+from test_pg_front import MORAINE, Server
 
 COUNTS = re.compile(r'closed catalog "lake" \(server stop\); result cache: (\d+) hits, (\d+) misses')
+REFRESHED = re.compile(r'closed catalog "lake" \(server stop\); result cache: .*, (\d+) refreshed ahead')
 
 
 def attach(server, data):
@@ -120,3 +124,43 @@ def test_concurrent_readers_never_go_back(tmp_path):
     finally:
         done.set()
         stop_counts(server)
+
+
+def test_a_writers_repeated_reads_are_refreshed_ahead(tmp_path):
+    """A DuckLake writer reads the same catalog rows in every commit; with
+    refresh ahead they are kept again after each commit. Readers and the
+    writer see every commit the same with it on and off."""
+    for mode in ("on", "off"):
+        store = tmp_path / mode
+        server = Server("--store", f"file://{store / 'store'}", "--refresh-ahead", mode)
+        try:
+            writer = attach(server, store / "data")
+            reader = attach(server, store / "data")
+            writer.execute("CREATE TABLE lake.t(a INTEGER, b VARCHAR)")
+            for i in range(1, 31):
+                writer.execute(f"INSERT INTO lake.t VALUES ({i}, 'row {i}')")
+                assert writer.execute("SELECT count(*), sum(a) FROM lake.t").fetchone() == \
+                    (i, i * (i + 1) // 2)
+                assert reader.execute("SELECT count(*), max(b) FROM lake.t").fetchone() == \
+                    (i, max(f"row {k}" for k in range(1, i + 1)))
+            writer.execute("DELETE FROM lake.t WHERE a <= 10")
+            assert reader.execute("SELECT count(*), min(a) FROM lake.t").fetchone() == (20, 11)
+            writer.close()
+            reader.close()
+        finally:
+            assert server.stop() == 0
+        m = REFRESHED.search(server.log())
+        assert m, server.log()
+        refreshed = int(m.group(1))
+        if mode == "on":
+            assert refreshed >= 30, refreshed  # each commit refreshed its reads
+        else:
+            assert refreshed == 0
+
+
+def test_refresh_ahead_wants_on_or_off(tmp_path):
+    r = subprocess.run([MORAINE, "serve", "--store", f"file://{tmp_path}", "--listen", "127.0.0.1:0",
+                        "--refresh-ahead", "sometimes"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2
+    lines = [l for l in r.stderr.splitlines() if l]
+    assert lines == ["moraine: serve: --refresh-ahead wants on or off, got 'sometimes'"]
