@@ -32,7 +32,7 @@ struct sql_refresh {
 /* ---- read sets ---------------------------------------------------------- */
 
 void sql_read_set_note(sql_read_set *s, const char *text) {
-  if (s->n == SQL_REFRESH_TEXTS)
+  if (s->n == SQL_REFRESH_TEXTS || strlen(text) > SQL_REFRESH_TEXT_MAX)
     return;
   for (size_t i = 0; i < s->n; i++)
     if (strcmp(s->text[i], text) == 0)

@@ -35,6 +35,9 @@
 
 /* The texts one commit may queue; DuckLake's commit repeats five. */
 #define SQL_REFRESH_TEXTS 16
+/* The longest text noted (DuckLake's are about 300 bytes): a session holds
+ * at most 2 x SQL_REFRESH_TEXTS of them. */
+#define SQL_REFRESH_TEXT_MAX 4096
 
 typedef struct sql_engine sql_engine;
 typedef struct sql_refresh sql_refresh;
@@ -46,7 +49,8 @@ typedef struct sql_read_set {
   size_t n;
 } sql_read_set;
 
-/* Adds text (copied) unless it is there already or the set is full. */
+/* Adds text (copied) unless it is there already, longer than
+ * SQL_REFRESH_TEXT_MAX, or the set is full. */
 void sql_read_set_note(sql_read_set *s, const char *text);
 void sql_read_set_clear(sql_read_set *s);
 /* At a transaction's end: prev gets cur's texts and cur is empty. */
