@@ -6,6 +6,8 @@
 #                   the unit tests again under ASan+UBSan, and a short fuzz run
 #   make test-unit  C unit tests (ctest)      make test-e2e  pytest suite
 #   make sanitize   unit tests under ASan+UBSan   make valgrind  under valgrind
+#   make e2e-sanitize  the end-to-end suite against a server built with
+#                   ASan+UBSan; fails on any report (~25 min; not in make test)
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 30), JOBS at once
 #   make bench      benchmarks (prints the tables recorded in BENCHMARK.md)
 #   make bench-soak a long catalog life, expiry and the space that comes back (~30 min)
@@ -38,7 +40,7 @@ ARGS ?=
 DUCKLAKE_SUITE ?= /tmp/ducklake
 SUITE_ARGS ?=
 
-.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize valgrind fuzz bench bench-soak bench-scale bench-history bench-replica bench-statements format lint clean \
+.PHONY: all deps deps-build build serve test test-unit test-e2e sanitize e2e-sanitize valgrind fuzz bench bench-soak bench-scale bench-history bench-replica bench-statements format lint clean \
   ducklake-suite
 
 all: build
@@ -70,6 +72,21 @@ sanitize: deps
 	cmake --build build-asan -j$(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  MORAINE_STORE_OPS=$(SANITIZE_STORE_OPS) ctest --output-on-failure -j$(JOBS)
+
+# The server under real DuckLake clients, built with ASan+UBSan: every
+# report (a memory error, a leak at a clean stop, undefined behaviour) lands
+# in build-asan/e2e-reports, and any report fails the target.
+E2E_REPORTS := $(CURDIR)/build-asan/e2e-reports
+e2e-sanitize: deps
+	cmake -S . -B build-asan -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Debug -DMORAINE_SANITIZE=ON >/dev/null
+	cmake --build build-asan -j$(JOBS) --target moraine
+	rm -rf $(E2E_REPORTS) && mkdir -p $(E2E_REPORTS)
+	ASAN_OPTIONS=detect_leaks=1:log_path=$(E2E_REPORTS)/asan \
+	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(E2E_REPORTS)/ubsan \
+	  MORAINE_BIN=$(CURDIR)/build-asan/src/cli/moraine MORAINE_SANITIZED=1 \
+	  $(PY) -m pytest -q -n $(E2E_WORKERS) tests/e2e
+	@if [ -n "$$(ls -A $(E2E_REPORTS))" ]; then cat $(E2E_REPORTS)/*; \
+	  echo "e2e-sanitize: sanitizer reports above" >&2; exit 1; fi
 
 valgrind: build deps
 	cd build && ctest --output-on-failure -T memcheck -j$(JOBS)

@@ -311,6 +311,8 @@ INSERT INTO ducklake_snapshot_changes VALUES (0, 'created_schema:"main"', NULL, 
 INSERT INTO ducklake_metadata VALUES ('i', '{i}', NULL, NULL)"""
 
 
+@pytest.mark.skipif(os.environ.get("MORAINE_SANITIZED") == "1",
+                    reason="ASan holds freed memory in its quarantine: RSS is not the server's")
 def test_a_thousand_catalogs_in_turn_in_bounded_memory(tmp_path):
     """1,000 databases, each opened by a connection that writes one row into
     its catalog, then closed when idle: the server's resident memory after
