@@ -168,34 +168,37 @@
   X("has_table_privilege", SESSION, "clients")                                                     \
   X("has_schema_privilege", SESSION, "clients")
 
-/* X(name): pg_catalog relations moraine presents (sql_pgcatalog.c). Read-only. */
+/* X(name, rows): pg_catalog relations moraine presents (sql_pgcatalog.c),
+ * read only. rows FIXED: written once when the engine opens, so a read of
+ * them is as pure as a constant; LIVE: they follow the catalog's tables and
+ * the session (its own uncommitted DDL, its temporary tables). */
 #define SQL_ADMIT_PG_RELATIONS(X)                                                                  \
-  X("pg_namespace")                                                                                \
-  X("pg_class")                                                                                    \
-  X("pg_type")                                                                                     \
-  X("pg_attribute")                                                                                \
-  X("pg_constraint")                                                                               \
-  X("pg_description")                                                                              \
-  X("pg_enum")                                                                                     \
-  X("pg_indexes")                                                                                  \
-  X("pg_tables")                                                                                   \
-  X("pg_views")                                                                                    \
-  X("pg_database")                                                                                 \
-  X("pg_roles")                                                                                    \
-  X("pg_settings")                                                                                 \
-  X("pg_am")                                                                                       \
-  X("pg_attrdef")                                                                                  \
-  X("pg_collation")                                                                                \
-  X("pg_index")                                                                                    \
-  X("pg_policy")                                                                                   \
-  X("pg_statistic_ext")                                                                            \
-  X("pg_publication")                                                                              \
-  X("pg_publication_namespace")                                                                    \
-  X("pg_publication_rel")                                                                          \
-  X("pg_inherits")                                                                                 \
-  X("pg_auth_members")                                                                             \
-  X("pg_extension")                                                                                \
-  X("pg_proc")
+  X("pg_namespace", LIVE)                                                                          \
+  X("pg_class", LIVE)                                                                              \
+  X("pg_type", LIVE)                                                                               \
+  X("pg_attribute", LIVE)                                                                          \
+  X("pg_constraint", LIVE)                                                                         \
+  X("pg_description", LIVE)                                                                        \
+  X("pg_enum", LIVE)                                                                               \
+  X("pg_indexes", LIVE)                                                                            \
+  X("pg_tables", LIVE)                                                                             \
+  X("pg_views", LIVE)                                                                              \
+  X("pg_database", LIVE)                                                                           \
+  X("pg_roles", LIVE)                                                                              \
+  X("pg_settings", FIXED)                                                                          \
+  X("pg_am", LIVE)                                                                                 \
+  X("pg_attrdef", LIVE)                                                                            \
+  X("pg_collation", LIVE)                                                                          \
+  X("pg_index", LIVE)                                                                              \
+  X("pg_policy", LIVE)                                                                             \
+  X("pg_statistic_ext", LIVE)                                                                      \
+  X("pg_publication", LIVE)                                                                        \
+  X("pg_publication_namespace", LIVE)                                                              \
+  X("pg_publication_rel", LIVE)                                                                    \
+  X("pg_inherits", LIVE)                                                                           \
+  X("pg_auth_members", LIVE)                                                                       \
+  X("pg_extension", LIVE)                                                                          \
+  X("pg_proc", LIVE)
 
 /* X(type name as libpg_query spells it): column types an inlined data table
  * may have (DuckLake's PostgreSQL spelling of each DuckDB type). */
@@ -216,7 +219,8 @@
 typedef enum sql_admit_rel {
   SQL_REL_REFUSED = 0,
   SQL_REL_CATALOG,    /* a DuckLake table: read and write */
-  SQL_REL_PG_CATALOG, /* a presented pg_catalog relation: read only */
+  SQL_REL_PG_CATALOG, /* a presented pg_catalog relation (LIVE): read only */
+  SQL_REL_PG_FIXED,   /* a presented pg_catalog relation (FIXED): read only */
 } sql_admit_rel;
 sql_admit_rel sql_admit_relation(const char *schema, const char *name);
 

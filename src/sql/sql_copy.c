@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/mr_grow.h"
 #include "sql/sql_internal.h"
 #include "sql/sql_state.h"
 
@@ -29,67 +28,15 @@
 static const uint8_t pgcopy_signature[11] = {'P',  'G',  'C',  'O',  'P', 'Y',
                                              '\n', 0xFF, '\r', '\n', 0};
 
-/* The chunks of a binary read as they are sent, for the result cache; it
- * stops (on = false) past max bytes or when memory runs out. */
-typedef struct copy_record {
-  bool on;
-  size_t max;
-  sql_strbuf bytes;
-  size_t *chunks;
-  size_t nchunks, cap; /* cap: bytes allocated for chunks */
-} copy_record;
-
-static void record_free(copy_record *rec) {
-  sql_strbuf_free(&rec->bytes);
-  free(rec->chunks);
-  rec->chunks = NULL;
-  rec->nchunks = rec->cap = 0;
-}
-
-static void record_chunk(copy_record *rec, const sql_strbuf *b) {
-  if (rec == NULL || !rec->on)
-    return;
-  if (rec->bytes.len + b->len > rec->max ||
-      mr_grow((void **)&rec->chunks, &rec->cap, (rec->nchunks + 1) * sizeof *rec->chunks,
-              8 * sizeof *rec->chunks) != MR_OK) {
-    rec->on = false; /* not kept: what was recorded goes now, not after the read */
-    record_free(rec);
-    return;
-  }
-  sql_strbuf_addn(&rec->bytes, b->data, b->len);
-  rec->chunks[rec->nchunks++] = b->len;
-  if (rec->bytes.failed) {
-    rec->on = false;
-    record_free(rec);
-  }
-}
-
-static mr_status flush_out(const sql_sink *sink, sql_strbuf *b, copy_record *rec, sql_error *err) {
+static mr_status flush_out(const sql_sink *sink, sql_strbuf *b, sql_record *rec, sql_error *err) {
   if (b->failed)
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
   if (b->len == 0)
     return MR_OK;
   if (SQL_SINK_CALL(sink, copy_data, (const uint8_t *)b->data, b->len))
     return sql_fail_lost(err);
-  record_chunk(rec, b);
+  sql_record_add(rec, b->data, b->len);
   sql_strbuf_reset(b);
-  return MR_OK;
-}
-
-/* Sends a kept result again, chunk for chunk. */
-static mr_status copy_out_kept(const sql_rentry *r, const sql_sink *sink, uint64_t *nrows,
-                               sql_error *err) {
-  if (SQL_SINK_CALL(sink, copy_out_begin, true, r->ncols))
-    return sql_fail_lost(err);
-  size_t at = 0;
-  for (size_t i = 0; i < r->nchunks; i++) {
-    if (SQL_SINK_CALL(sink, copy_data, r->bytes + at, r->chunks[i]))
-      return sql_fail_lost(err);
-    at += r->chunks[i];
-  }
-  if (SQL_SINK_CALL0(sink, copy_done))
-    return sql_fail_lost(err);
-  *nrows = r->nrows;
   return MR_OK;
 }
 
@@ -156,7 +103,7 @@ static mr_status make_binary(sql_session *s, const char *sql, sql_cached_query *
 
 /* Runs the read and streams its rows; with rec, also records them. */
 static mr_status copy_out_run(sql_session *s, const char *query, const sql_sink *sink,
-                              copy_record *rec, uint64_t *nrows, size_t *ncols_out,
+                              sql_record *rec, uint64_t *nrows, size_t *ncols_out,
                               sql_error *err) {
   sql_cached_query *q;
   mr_status rc = sql_query_cached(s, SQL_CACHE_COPY_BINARY, query, make_binary, &q, err);
@@ -219,30 +166,17 @@ static mr_status copy_out_binary(sql_session *s, const char *query, bool pure,
   if (cacheable) {
     const sql_rentry *kept = sql_rcache_get(s->e->rcache, query, gen);
     if (kept) {
-      mr_status rc = copy_out_kept(kept, sink, nrows, err);
+      mr_status rc = sql_kept_copy_send(kept, sink, nrows, err);
       sql_rcache_release(s->e->rcache, kept);
       return rc;
     }
   }
-  copy_record rec = {.on = cacheable, .max = sql_rcache_entry_max(s->e->rcache)};
+  sql_record rec = {.on = cacheable, .max = sql_rcache_entry_max(s->e->rcache)};
   size_t ncols = 0;
   mr_status rc = copy_out_run(s, query, sink, cacheable ? &rec : NULL, nrows, &ncols, err);
-  /* kept only if no change to the rows began or ended while it ran */
-  uint64_t gen_after;
-  if (rc == MR_OK && rec.on && sql_session_result_gen(s, &gen_after) && gen_after == gen) {
-    size_t len = rec.bytes.len;
-    uint8_t *bytes = (uint8_t *)sql_strbuf_take(&rec.bytes);
-    uint8_t *fit = bytes ? realloc(bytes, len + 1) : NULL; /* the budget counts len */
-    if (fit)
-      bytes = fit;
-    if (bytes) {
-      if (sql_rcache_put(s->e->rcache, query, gen, bytes, len, rec.chunks, rec.nchunks, ncols,
-                         *nrows))
-        s->rcache_kept++;
-      rec.chunks = NULL; /* the cache's now, kept or freed */
-    }
-  }
-  record_free(&rec);
+  if (rc != MR_OK)
+    rec.on = false;
+  sql_record_keep(s, &rec, query, gen, ncols, *nrows);
   return rc;
 }
 

@@ -300,6 +300,42 @@ mr_status sql_describe_columns(duckdb_prepared_statement ps, size_t nformats,
  * older than the engine's rows (sql_session.c). */
 bool sql_session_result_gen(sql_session *s, uint64_t *gen);
 
+/* ---- kept answers (sql_keep.c) ----------------------------------------- */
+
+/* An answer's bytes as they are sent, chunk by chunk, for the result
+ * cache; it stops (on = false, nothing kept) past max bytes or when memory
+ * runs out. */
+typedef struct sql_record {
+  bool on;
+  size_t max;
+  sql_strbuf bytes;
+  size_t *chunks;
+  size_t nchunks, cap; /* cap: bytes allocated for chunks */
+} sql_record;
+
+void sql_record_add(sql_record *rec, const void *data, size_t len);
+void sql_record_free(sql_record *rec);
+/* Puts rec's answer in the result cache under key at generation gen if s
+ * still reads at gen (no change began or ended while it ran); frees rec. */
+void sql_record_keep(sql_session *s, sql_record *rec, const char *key, uint64_t gen, size_t ncols,
+                     uint64_t nrows);
+/* Sends a kept binary COPY again, chunk for chunk. */
+mr_status sql_kept_copy_send(const sql_rentry *r, const sql_sink *sink, uint64_t *nrows,
+                             sql_error *err) MR_MUST_CHECK;
+
+/* A sink that records a SELECT's RowDescription and DataRows while
+ * passing them on to inner. */
+typedef struct sql_select_recorder {
+  sql_sink sink; /* hand this to the sender */
+  const sql_sink *inner;
+  sql_record rec;
+  size_t ncols;
+} sql_select_recorder;
+void sql_select_recorder_init(sql_select_recorder *r, const sql_sink *inner, size_t max);
+/* Sends a kept SELECT again: its RowDescription and DataRows. */
+mr_status sql_kept_select_send(const sql_rentry *r, const sql_sink *sink, uint64_t *nrows,
+                               sql_error *err) MR_MUST_CHECK;
+
 /* COPY (sql_copy.c). */
 /* pure: the planner found the COPY's query pure (sql_plan.h). */
 mr_status sql_copy_out(sql_session *s, const sql_copy_stmt *c, bool pure, const sql_sink *sink,

@@ -1,7 +1,8 @@
 /* test_sql_rcache.c — the result cache (sql_rcache.h): the table itself
  * (generations, the byte budget, least recently used eviction, an entry
  * held across its eviction), and the cache inside a real engine: a pure
- * binary COPY is answered again without DuckDB until the rows change, and
+ * binary COPY, or a pure SELECT, is answered again without DuckDB until the
+ * rows change, and
  * never when the answer could differ — after a commit, a pre-load, inside
  * a transaction older than the rows, with temporary tables, with a
  * SESSION function or a pg_catalog relation — nor kept when too large or
@@ -428,6 +429,83 @@ static void reader_never_sees_an_acknowledged_commit_missing(void **state) {
   assert_true(reads > 0);
 }
 
+/* A SELECT's answer as text: each column's description, then each row. */
+static int rs_rowdesc(void *c, size_t n, const sql_column *cols) {
+  sql_strbuf *b = c;
+  for (size_t i = 0; i < n; i++)
+    sql_strbuf_addf(b, "%s:%u:%d:%d:%d|", cols[i].name, cols[i].type_oid, cols[i].type_len,
+                    cols[i].typmod, cols[i].format);
+  sql_strbuf_add(b, "\n");
+  return 0;
+}
+static int rs_row(void *c, size_t n, const char *const *v, const size_t *l) {
+  sql_strbuf *b = c;
+  for (size_t i = 0; i < n; i++) {
+    if (v[i])
+      sql_strbuf_addn(b, v[i], l[i]);
+    else
+      sql_strbuf_add(b, "<null>");
+    sql_strbuf_add(b, ";");
+  }
+  sql_strbuf_add(b, "\n");
+  return 0;
+}
+static int rs_complete(void *c, const char *tag) {
+  sql_strbuf_addf(c, "%s\n", tag);
+  return 0;
+}
+
+/* The whole answer of a simple-query SELECT, as text (caller frees). */
+static char *select_answer(sql_session *s, const char *sql) {
+  sql_strbuf b = {0};
+  sql_sink sink = {.ctx = &b, .row_description = rs_rowdesc, .data_row = rs_row,
+                   .command_complete = rs_complete};
+  sql_error err;
+  if (sql_session_simple_query(s, sql, &sink, &err) != MR_OK)
+    fail_msg("%s: %s %s", sql, err.sqlstate, err.base.msg);
+  return sql_strbuf_take(&b);
+}
+
+static void selects_are_kept_like_copies(void **state) {
+  fixture *f = *state;
+  const char *q = "SELECT id, NULL::VARCHAR AS nothing, 'x''y' AS text FROM public.ducklake_t ORDER BY id";
+  const char *same = "SELECT id, NULL::VARCHAR AS nothing, 'x''y' AS text FROM public.ducklake_t  ORDER BY id";
+  char *first = select_answer(f->s1, q);
+  sql_rcache_stats before = stats(f);
+  char *hit = select_answer(f->s2, q);
+  assert_int_equal(stats(f).hits, before.hits + 1);
+  char *run = select_answer(f->s2, same); /* another text: run */
+  assert_string_equal(hit, first);
+  assert_string_equal(hit, run);
+  assert_non_null(strstr(hit, "1;<null>;x'y;\n2;<null>;x'y;\nSELECT 2\n"));
+  /* a commit moves it on */
+  run_ok(f->s1, "INSERT INTO public.ducklake_t VALUES (3)", NULL);
+  char *after = select_answer(f->s2, q);
+  assert_non_null(strstr(after, "3;<null>;x'y;\nSELECT 3\n"));
+  /* a constant, and pg_settings' fixed rows, are kept too; the clock is not */
+  char *one = select_answer(f->s1, "SELECT 1");
+  char *one_again = select_answer(f->s2, "SELECT 1");
+  assert_string_equal(one, one_again);
+  before = stats(f);
+  char *tz = select_answer(f->s1, "SELECT setting FROM pg_settings WHERE name = 'TimeZone'");
+  char *tz_again = select_answer(f->s2, "SELECT setting FROM pg_settings WHERE name = 'TimeZone'");
+  assert_string_equal(tz, tz_again);
+  assert_int_equal(stats(f).hits, before.hits + 1);
+  before = stats(f);
+  char *t1 = select_answer(f->s1, "SELECT now()");
+  char *t2 = select_answer(f->s1, "SELECT now()");
+  assert_int_equal(stats(f).hits, before.hits);
+  assert_int_equal(stats(f).puts, before.puts);
+  /* a COPY of the same query is its own entry, in its own layout */
+  copy_sink cs = {0};
+  run_ok(f->s1, "COPY (SELECT 1) TO STDOUT (FORMAT binary)", &cs);
+  assert_int_equal(cs.bytes.len, 19 + 2 + 4 + 4 + 2);
+  sql_strbuf_free(&cs.bytes);
+  char *frees[] = {first, hit, run, after, one, one_again, tz, tz_again, t1, t2};
+  for (size_t i = 0; i < sizeof frees / sizeof *frees; i++)
+    free(frees[i]);
+}
+
 static sql_result_cache_counts counts(fixture *f) {
   sql_result_cache_counts c;
   sql_engine_result_cache_counts(f->e, &c);
@@ -530,6 +608,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(session_state_is_never_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(large_answers_are_sent_not_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(abandoned_answers_are_not_kept, setup, teardown),
+      cmocka_unit_test_setup_teardown(selects_are_kept_like_copies, setup, teardown),
       cmocka_unit_test_setup_teardown(reader_never_sees_an_acknowledged_commit_missing, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(writer_reads_are_refreshed_after_its_commit, setup_refresh,
