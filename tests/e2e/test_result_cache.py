@@ -14,7 +14,7 @@ import subprocess
 import threading
 
 from conftest import connect
-from test_pg_front import MORAINE, Server
+from test_pg_front import MORAINE, Server, psql
 
 COUNTS = re.compile(r'closed catalog "lake" \(server stop\); result cache: (\d+) hits, (\d+) misses')
 REFRESHED = re.compile(r'closed catalog "lake" \(server stop\); result cache: .*, (\d+) refreshed ahead')
@@ -164,3 +164,23 @@ def test_refresh_ahead_wants_on_or_off(tmp_path):
     assert r.returncode == 2
     lines = [l for l in r.stderr.splitlines() if l]
     assert lines == ["moraine: serve: --refresh-ahead wants on or off, got 'sometimes'"]
+
+
+def test_simple_query_selects_are_kept_and_move_on(tmp_path):
+    """A pure SELECT sent as a simple query (psql) is answered from the cache
+    between commits, and sees each commit DuckLake makes."""
+    server = Server("--store", f"file://{tmp_path / 'store'}")
+    try:
+        lake = attach(server, tmp_path / "data")
+        lake.execute("CREATE TABLE lake.t(a INTEGER)")
+        q = "SELECT count(*), max(snapshot_id) FROM ducklake_snapshot"
+        for i in range(1, 6):
+            lake.execute(f"INSERT INTO lake.t VALUES ({i})")
+            want = lake.execute("SELECT count(*), max(snapshot_id) FROM lake.snapshots()").fetchone()
+            for _ in range(3):  # run once, then kept
+                out = psql(server, q, "SELECT 1").stdout.split()
+                assert out == [f"{want[0]}|{want[1]}", "1"], (out, want)
+        lake.close()
+    finally:
+        hits, _ = stop_counts(server)
+    assert hits >= 20, hits  # 5 commits x (2 kept answers x 2 reruns)
