@@ -125,9 +125,7 @@ void sql_select_recorder_init(sql_select_recorder *r, const sql_sink *inner, siz
   r->inner = inner;
   r->rec.on = true;
   r->rec.max = max;
-  r->sink = (sql_sink){.ctx = r,
-                       .row_description = rec_row_description,
-                       .data_row = rec_data_row};
+  r->sink = (sql_sink){.ctx = r, .row_description = rec_row_description, .data_row = rec_data_row};
 }
 
 mr_status sql_kept_select_send(const sql_rentry *r, const sql_sink *sink, uint64_t *nrows,

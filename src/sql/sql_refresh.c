@@ -18,11 +18,11 @@
 struct sql_refresh {
   sql_engine *e;
   pthread_mutex_t mu;
-  pthread_cond_t work;  /* a batch waits, or stop */
-  pthread_cond_t idle;  /* no batch waits or runs */
+  pthread_cond_t work; /* a batch waits, or stop */
+  pthread_cond_t idle; /* no batch waits or runs */
   pthread_t thread;
   bool started, stop, running;
-  sql_session *session; /* the thread's, while it has one (for the cancel) */
+  sql_session *session;           /* the thread's, while it has one (for the cancel) */
   char *batch[SQL_REFRESH_TEXTS]; /* the waiting batch */
   size_t nbatch;
   uint64_t gen; /* its commit's data generation */

@@ -458,7 +458,9 @@ static int rs_complete(void *c, const char *tag) {
 /* The whole answer of a simple-query SELECT, as text (caller frees). */
 static char *select_answer(sql_session *s, const char *sql) {
   sql_strbuf b = {0};
-  sql_sink sink = {.ctx = &b, .row_description = rs_rowdesc, .data_row = rs_row,
+  sql_sink sink = {.ctx = &b,
+                   .row_description = rs_rowdesc,
+                   .data_row = rs_row,
                    .command_complete = rs_complete};
   sql_error err;
   if (sql_session_simple_query(s, sql, &sink, &err) != MR_OK)
@@ -468,8 +470,10 @@ static char *select_answer(sql_session *s, const char *sql) {
 
 static void selects_are_kept_like_copies(void **state) {
   fixture *f = *state;
-  const char *q = "SELECT id, NULL::VARCHAR AS nothing, 'x''y' AS text FROM public.ducklake_t ORDER BY id";
-  const char *same = "SELECT id, NULL::VARCHAR AS nothing, 'x''y' AS text FROM public.ducklake_t  ORDER BY id";
+  const char *q =
+      "SELECT id, NULL::VARCHAR AS nothing, 'x''y' AS text FROM public.ducklake_t ORDER BY id";
+  const char *same =
+      "SELECT id, NULL::VARCHAR AS nothing, 'x''y' AS text FROM public.ducklake_t  ORDER BY id";
   char *first = select_answer(f->s1, q);
   sql_rcache_stats before = stats(f);
   char *hit = select_answer(f->s2, q);
@@ -550,10 +554,10 @@ static void writer_reads_are_refreshed_after_its_commit(void **state) {
 static void one_off_reads_are_not_refreshed(void **state) {
   fixture *f = *state;
   /* a read at one id, then at another: no text repeats */
-  read_and_commit(f->s2, "COPY (SELECT id FROM public.ducklake_t WHERE id = 1) TO STDOUT (FORMAT binary)",
-                  20);
-  read_and_commit(f->s2, "COPY (SELECT id FROM public.ducklake_t WHERE id = 2) TO STDOUT (FORMAT binary)",
-                  21);
+  read_and_commit(
+      f->s2, "COPY (SELECT id FROM public.ducklake_t WHERE id = 1) TO STDOUT (FORMAT binary)", 20);
+  read_and_commit(
+      f->s2, "COPY (SELECT id FROM public.ducklake_t WHERE id = 2) TO STDOUT (FORMAT binary)", 21);
   /* nor an impure one, nor one outside a transaction */
   read_and_commit(f->s2, "COPY (SELECT now()) TO STDOUT (FORMAT binary)", 22);
   read_and_commit(f->s2, "COPY (SELECT now()) TO STDOUT (FORMAT binary)", 23);
