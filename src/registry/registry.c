@@ -200,6 +200,8 @@ static void schema_shut(cat_schema *s, mr_error *err, mr_status *rc) {
 /* Closes what entry e holds (outside the lock); the first error to err. */
 static mr_status entry_shut(cat_entry *e, mr_error *err) {
   mr_status rc = MR_OK;
+  if (e->engine) /* its refresher may call route_history, which reads the catalogs */
+    sql_engine_stop_background(e->engine);
   for (size_t i = 0; i < e->nschemas; i++) { /* watchers first: no hook runs later */
     store_watch_stop(e->schemas[i].watch);
     e->schemas[i].watch = NULL;

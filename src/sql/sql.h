@@ -189,6 +189,12 @@ void sql_engine_result_cache_counts(sql_engine *e, sql_result_cache_counts *out)
 /* Blocks until the refresh after the last commit has run (tests). */
 void sql_engine_refresh_wait(sql_engine *e);
 
+/* Stops the engine's background reads (refresh ahead) for good: once it
+ * returns, the history function is called from client sessions only. Call
+ * before freeing what that function reaches (sql_engine_close does it
+ * too). */
+void sql_engine_stop_background(sql_engine *e);
+
 /* Opens DuckDB, creates schema `public` and moraine's pg_catalog relations. */
 mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out,
                           sql_error *err) MR_MUST_CHECK;

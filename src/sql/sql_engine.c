@@ -203,6 +203,10 @@ void sql_engine_refresh_wait(sql_engine *e) {
   sql_refresh_wait_idle(e->refresh);
 }
 
+void sql_engine_stop_background(sql_engine *e) {
+  sql_refresh_stop(e->refresh);
+}
+
 bool sql_data_gen(sql_engine *e, uint64_t *gen) {
   *gen = atomic_load(&e->data_gen);
   return atomic_load(&e->data_busy) == 0;

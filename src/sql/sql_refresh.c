@@ -21,7 +21,7 @@ struct sql_refresh {
   pthread_cond_t work; /* a batch waits, or stop */
   pthread_cond_t idle; /* no batch waits or runs */
   pthread_t thread;
-  bool started, stop, running;
+  bool started, stop, running, joined;
   sql_session *session;           /* the thread's, while it has one (for the cancel) */
   char *batch[SQL_REFRESH_TEXTS]; /* the waiting batch */
   size_t nbatch;
@@ -150,7 +150,7 @@ sql_refresh *sql_refresh_new(sql_engine *e) {
   return r;
 }
 
-void sql_refresh_free(sql_refresh *r) {
+void sql_refresh_stop(sql_refresh *r) {
   if (r == NULL)
     return;
   pthread_mutex_lock(&r->mu);
@@ -158,9 +158,17 @@ void sql_refresh_free(sql_refresh *r) {
   if (r->session)
     sql_session_cancel(r->session);
   pthread_cond_signal(&r->work);
+  bool join = r->started && !r->joined;
+  r->joined = true;
   pthread_mutex_unlock(&r->mu);
-  if (r->started)
+  if (join)
     pthread_join(r->thread, NULL);
+}
+
+void sql_refresh_free(sql_refresh *r) {
+  if (r == NULL)
+    return;
+  sql_refresh_stop(r);
   free_texts(r->batch, r->nbatch);
   pthread_cond_destroy(&r->work);
   pthread_cond_destroy(&r->idle);

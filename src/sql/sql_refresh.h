@@ -59,8 +59,12 @@ void sql_read_set_rotate(sql_read_set *cur, sql_read_set *prev);
 /* The refresher of e (its thread starts with the first batch); NULL when
  * out of memory. */
 sql_refresh *sql_refresh_new(sql_engine *e);
-/* Stops the thread (a read under way finishes) and frees r; before the
- * engine's sessions and database go. NULL is a no-op. */
+/* Stops the thread for good: the read under way is cancelled, and no
+ * batch runs after it returns (later commits queue nothing). Idempotent;
+ * NULL is a no-op. */
+void sql_refresh_stop(sql_refresh *r);
+/* Stops r and frees it; before the engine's sessions and database go.
+ * NULL is a no-op. */
 void sql_refresh_free(sql_refresh *r);
 
 /* After a commit that left the engine at data generation gen: queues the
