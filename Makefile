@@ -7,7 +7,7 @@
 #   make test-unit  C unit tests (ctest)      make test-e2e  pytest suite
 #   make sanitize   unit tests under ASan+UBSan   make valgrind  under valgrind
 #   make e2e-sanitize  the end-to-end suite against a server built with
-#                   ASan+UBSan; fails on any report (~25 min; not in make test)
+#                   ASan+UBSan; fails on any report (~12 min; not in make test)
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 30), JOBS at once
 #   make bench      benchmarks (prints the tables recorded in BENCHMARK.md)
 #   make bench-soak a long catalog life, expiry and the space that comes back (~30 min)
