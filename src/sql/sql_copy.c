@@ -161,10 +161,11 @@ static mr_status copy_out_binary(sql_session *s, const char *query, bool pure,
                                  const sql_sink *sink, uint64_t *nrows, sql_error *err) {
   uint64_t gen = 0;
   bool cacheable = pure && sql_session_result_gen(s, &gen);
-  if (cacheable && s->refresher && sql_rcache_has(s->e->rcache, query, gen))
+  if (cacheable && s->refresher &&
+      sql_rcache_has(s->e->rcache, SQL_ANSWER_COPY_BINARY, query, gen))
     return MR_OK; /* a client read it first; the refresher's sink sends nothing */
   if (cacheable) {
-    const sql_rentry *kept = sql_rcache_get(s->e->rcache, query, gen);
+    const sql_rentry *kept = sql_rcache_get(s->e->rcache, SQL_ANSWER_COPY_BINARY, query, gen);
     if (kept) {
       mr_status rc = sql_kept_copy_send(kept, sink, nrows, err);
       sql_rcache_release(s->e->rcache, kept);
@@ -176,7 +177,7 @@ static mr_status copy_out_binary(sql_session *s, const char *query, bool pure,
   mr_status rc = copy_out_run(s, query, sink, cacheable ? &rec : NULL, nrows, &ncols, err);
   if (rc != MR_OK)
     rec.on = false;
-  sql_record_keep(s, &rec, query, gen, ncols, *nrows);
+  sql_record_keep(s, &rec, SQL_ANSWER_COPY_BINARY, query, gen, ncols, *nrows);
   return rc;
 }
 

@@ -315,10 +315,11 @@ typedef struct sql_record {
 
 void sql_record_add(sql_record *rec, const void *data, size_t len);
 void sql_record_free(sql_record *rec);
-/* Puts rec's answer in the result cache under key at generation gen if s
- * still reads at gen (no change began or ended while it ran); frees rec. */
-void sql_record_keep(sql_session *s, sql_record *rec, const char *key, uint64_t gen, size_t ncols,
-                     uint64_t nrows);
+/* Puts rec's answer in the result cache, as kind for key at generation
+ * gen, if s still reads at gen (no change began or ended while it ran);
+ * frees rec. */
+void sql_record_keep(sql_session *s, sql_record *rec, sql_answer_kind kind, const char *key,
+                     uint64_t gen, size_t ncols, uint64_t nrows);
 /* Sends a kept binary COPY again, chunk for chunk. */
 mr_status sql_kept_copy_send(const sql_rentry *r, const sql_sink *sink, uint64_t *nrows,
                              sql_error *err) MR_MUST_CHECK;
@@ -330,8 +331,13 @@ typedef struct sql_select_recorder {
   const sql_sink *inner;
   sql_record rec;
   size_t ncols;
+  sql_strbuf row; /* one row's encoding, reused */
 } sql_select_recorder;
 void sql_select_recorder_init(sql_select_recorder *r, const sql_sink *inner, size_t max);
+/* Keeps what r recorded (sql_record_keep, as a SELECT) and frees r's
+ * buffers; key NULL: keeps nothing. */
+void sql_select_recorder_keep(sql_session *s, sql_select_recorder *r, const char *key,
+                              uint64_t gen, uint64_t nrows);
 /* Sends a kept SELECT again: its RowDescription and DataRows. */
 mr_status sql_kept_select_send(const sql_rentry *r, const sql_sink *sink, uint64_t *nrows,
                                sql_error *err) MR_MUST_CHECK;

@@ -41,8 +41,8 @@ void sql_record_add(sql_record *rec, const void *data, size_t len) {
   }
 }
 
-void sql_record_keep(sql_session *s, sql_record *rec, const char *key, uint64_t gen, size_t ncols,
-                     uint64_t nrows) {
+void sql_record_keep(sql_session *s, sql_record *rec, sql_answer_kind kind, const char *key,
+                     uint64_t gen, size_t ncols, uint64_t nrows) {
   /* kept only if no change to the rows began or ended while it ran */
   uint64_t gen_after;
   if (rec->on && sql_session_result_gen(s, &gen_after) && gen_after == gen) {
@@ -52,7 +52,7 @@ void sql_record_keep(sql_session *s, sql_record *rec, const char *key, uint64_t 
     if (fit)
       bytes = fit;
     if (bytes) {
-      if (sql_rcache_put(s->e->rcache, key, gen, bytes, len, rec->chunks, rec->nchunks, ncols,
+      if (sql_rcache_put(s->e->rcache, kind, key, gen, bytes, len, rec->chunks, rec->nchunks, ncols,
                          nrows))
         s->rcache_kept++;
       rec->chunks = NULL; /* the cache's now, kept or freed */
@@ -82,19 +82,19 @@ mr_status sql_kept_copy_send(const sql_rentry *r, const sql_sink *sink, uint64_t
 static int rec_row_description(void *ctx, size_t ncols, const sql_column *cols) {
   sql_select_recorder *r = ctx;
   if (r->rec.on) {
-    sql_strbuf b = {0};
+    sql_strbuf *b = &r->row;
+    sql_strbuf_reset(b);
     for (size_t i = 0; i < ncols; i++) {
       const char *name = cols[i].name ? cols[i].name : "";
-      sql_strbuf_addn(&b, name, strlen(name) + 1);
-      sql_strbuf_addn(&b, &cols[i].type_oid, sizeof cols[i].type_oid);
-      sql_strbuf_addn(&b, &cols[i].type_len, sizeof cols[i].type_len);
-      sql_strbuf_addn(&b, &cols[i].typmod, sizeof cols[i].typmod);
-      sql_strbuf_addn(&b, &cols[i].format, sizeof cols[i].format);
+      sql_strbuf_addn(b, name, strlen(name) + 1);
+      sql_strbuf_addn(b, &cols[i].type_oid, sizeof cols[i].type_oid);
+      sql_strbuf_addn(b, &cols[i].type_len, sizeof cols[i].type_len);
+      sql_strbuf_addn(b, &cols[i].typmod, sizeof cols[i].typmod);
+      sql_strbuf_addn(b, &cols[i].format, sizeof cols[i].format);
     }
-    if (b.failed)
+    if (b->failed)
       r->rec.on = false;
-    sql_record_add(&r->rec, b.data, b.len);
-    sql_strbuf_free(&b);
+    sql_record_add(&r->rec, b->data, b->len);
     r->ncols = ncols;
   }
   return SQL_SINK_CALL(r->inner, row_description, ncols, cols);
@@ -103,19 +103,19 @@ static int rec_row_description(void *ctx, size_t ncols, const sql_column *cols) 
 static int rec_data_row(void *ctx, size_t ncols, const char *const *vals, const size_t *lens) {
   sql_select_recorder *r = ctx;
   if (r->rec.on) {
-    sql_strbuf b = {0};
+    sql_strbuf *b = &r->row;
+    sql_strbuf_reset(b);
     for (size_t i = 0; i < ncols; i++) {
       int32_t n = vals[i] ? (int32_t)lens[i] : -1;
       if (vals[i] && (size_t)n != lens[i])
         r->rec.on = false; /* no DataRow field is this long; never kept */
-      sql_strbuf_addn(&b, &n, sizeof n);
+      sql_strbuf_addn(b, &n, sizeof n);
       if (vals[i])
-        sql_strbuf_addn(&b, vals[i], lens[i]);
+        sql_strbuf_addn(b, vals[i], lens[i]);
     }
-    if (b.failed)
+    if (b->failed)
       r->rec.on = false;
-    sql_record_add(&r->rec, b.data, b.len);
-    sql_strbuf_free(&b);
+    sql_record_add(&r->rec, b->data, b->len);
   }
   return SQL_SINK_CALL(r->inner, data_row, ncols, vals, lens);
 }
@@ -126,6 +126,14 @@ void sql_select_recorder_init(sql_select_recorder *r, const sql_sink *inner, siz
   r->rec.on = true;
   r->rec.max = max;
   r->sink = (sql_sink){.ctx = r, .row_description = rec_row_description, .data_row = rec_data_row};
+}
+
+void sql_select_recorder_keep(sql_session *s, sql_select_recorder *r, const char *key, uint64_t gen,
+                              uint64_t nrows) {
+  if (key)
+    sql_record_keep(s, &r->rec, SQL_ANSWER_SELECT, key, gen, r->ncols, nrows);
+  sql_record_free(&r->rec);
+  sql_strbuf_free(&r->row);
 }
 
 mr_status sql_kept_select_send(const sql_rentry *r, const sql_sink *sink, uint64_t *nrows,

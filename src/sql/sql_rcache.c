@@ -24,9 +24,9 @@ struct sql_rcache {
   sql_rcache_stats stats;
 };
 
-/* FNV-1a over the text; never 0. */
-static uint64_t key_hash(const char *key) {
-  uint64_t h = 1469598103934665603ULL;
+/* FNV-1a over the kind and the text; never 0. */
+static uint64_t key_hash(sql_answer_kind kind, const char *key) {
+  uint64_t h = (1469598103934665603ULL ^ (uint64_t)kind) * 1099511628211ULL;
   for (const unsigned char *p = (const unsigned char *)key; *p; p++)
     h = (h ^ *p) * 1099511628211ULL;
   return h ? h : 1;
@@ -63,10 +63,10 @@ static void advance(sql_rcache *c, uint64_t gen) {
   c->gen = gen;
 }
 
-static size_t find(const sql_rcache *c, uint64_t h, const char *key) {
+static size_t find(const sql_rcache *c, uint64_t h, sql_answer_kind kind, const char *key) {
   for (size_t i = 0; i < SQL_RCACHE_SLOTS; i++) {
     const sql_rentry *e = c->slot[i];
-    if (e && e->hash == h && strcmp(e->key, key) == 0)
+    if (e && e->hash == h && e->kind == kind && strcmp(e->key, key) == 0)
       return i;
   }
   return SQL_RCACHE_SLOTS;
@@ -97,14 +97,15 @@ size_t sql_rcache_entry_max(const sql_rcache *c) {
   return c ? c->budget / 8 : 0;
 }
 
-const sql_rentry *sql_rcache_get(sql_rcache *c, const char *key, uint64_t gen) {
+const sql_rentry *sql_rcache_get(sql_rcache *c, sql_answer_kind kind, const char *key,
+                                 uint64_t gen) {
   if (c == NULL)
     return NULL;
-  uint64_t h = key_hash(key);
+  uint64_t h = key_hash(kind, key);
   pthread_mutex_lock(&c->mu);
   advance(c, gen);
   sql_rentry *e = NULL;
-  size_t i = gen == c->gen ? find(c, h, key) : SQL_RCACHE_SLOTS;
+  size_t i = gen == c->gen ? find(c, h, kind, key) : SQL_RCACHE_SLOTS;
   if (i < SQL_RCACHE_SLOTS) {
     e = c->slot[i];
     e->refs++;
@@ -117,12 +118,12 @@ const sql_rentry *sql_rcache_get(sql_rcache *c, const char *key, uint64_t gen) {
   return e;
 }
 
-bool sql_rcache_has(sql_rcache *c, const char *key, uint64_t gen) {
+bool sql_rcache_has(sql_rcache *c, sql_answer_kind kind, const char *key, uint64_t gen) {
   if (c == NULL)
     return false;
-  uint64_t h = key_hash(key);
+  uint64_t h = key_hash(kind, key);
   pthread_mutex_lock(&c->mu);
-  bool has = gen == c->gen && find(c, h, key) < SQL_RCACHE_SLOTS;
+  bool has = gen == c->gen && find(c, h, kind, key) < SQL_RCACHE_SLOTS;
   pthread_mutex_unlock(&c->mu);
   return has;
 }
@@ -163,8 +164,9 @@ static size_t make_room(sql_rcache *c, size_t need) {
   return lru;
 }
 
-bool sql_rcache_put(sql_rcache *c, const char *key, uint64_t gen, uint8_t *bytes, size_t len,
-                    size_t *chunks, size_t nchunks, size_t ncols, uint64_t nrows) {
+bool sql_rcache_put(sql_rcache *c, sql_answer_kind kind, const char *key, uint64_t gen,
+                    uint8_t *bytes, size_t len, size_t *chunks, size_t nchunks, size_t ncols,
+                    uint64_t nrows) {
   sql_rentry *e = c ? calloc(1, sizeof *e) : NULL;
   char *k = e ? strdup(key) : NULL;
   if (k == NULL) {
@@ -173,15 +175,22 @@ bool sql_rcache_put(sql_rcache *c, const char *key, uint64_t gen, uint8_t *bytes
     free(chunks);
     return false;
   }
-  *e = (sql_rentry){.bytes = bytes, .len = len, .chunks = chunks, .nchunks = nchunks,
-                    .ncols = ncols, .nrows = nrows, .key = k, .hash = key_hash(key),
+  *e = (sql_rentry){.bytes = bytes,
+                    .len = len,
+                    .chunks = chunks,
+                    .nchunks = nchunks,
+                    .ncols = ncols,
+                    .nrows = nrows,
+                    .kind = kind,
+                    .key = k,
+                    .hash = key_hash(kind, key),
                     .refs = 1};
   size_t size = entry_size(e);
   pthread_mutex_lock(&c->mu);
   advance(c, gen);
   bool kept = false;
   if (gen == c->gen && size <= sql_rcache_entry_max(c)) {
-    size_t i = find(c, e->hash, key);
+    size_t i = find(c, e->hash, kind, key);
     if (i < SQL_RCACHE_SLOTS)
       unslot(c, i); /* the same read again: the newer answer stays */
     i = make_room(c, size);

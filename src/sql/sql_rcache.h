@@ -7,8 +7,10 @@
  * snapshot reads its table's files, deletes and inlined rows at it, each a
  * COPY (SELECT ...) TO STDOUT. Between two commits each such text has one
  * answer, yet DuckDB would plan and run it every time (0.1-0.6 ms each).
- * An entry holds the bytes the read sent (its CopyData payloads, chunk by
- * chunk) so that a hit sends them again without DuckDB.
+ * An entry holds the bytes the read sent, chunk by chunk (a COPY's CopyData
+ * payloads, or a SELECT's RowDescription and DataRows: sql_answer_kind),
+ * keyed by that kind and the read's text, so that a hit sends them again
+ * without DuckDB.
  *
  * Validity is a generation, not a guess. Every change to the engine's rows
  * (a session's commit, a pre-load call: a history load, a replica's
@@ -40,6 +42,13 @@
 
 typedef struct sql_rcache sql_rcache;
 
+/* What an entry holds; part of its key, so the same text kept as a COPY
+ * answer and as a SELECT answer are two entries (sql_keep.c's layouts). */
+typedef enum sql_answer_kind {
+  SQL_ANSWER_COPY_BINARY, /* a binary COPY's CopyData payloads */
+  SQL_ANSWER_SELECT,      /* a SELECT's RowDescription, then its DataRows */
+} sql_answer_kind;
+
 /* One kept result. bytes holds nchunks chunks back to back, chunk i being
  * chunks[i] bytes long, as the read first sent them. */
 typedef struct sql_rentry {
@@ -50,9 +59,10 @@ typedef struct sql_rentry {
   size_t ncols;
   uint64_t nrows;
   /* the cache's own */
+  sql_answer_kind kind;
   char *key;
   uint64_t hash, used;
-  unsigned refs;   /* the slot's reference and each caller's */
+  unsigned refs; /* the slot's reference and each caller's */
 } sql_rentry;
 
 /* A cache of at most budget bytes; NULL when budget is 0 (no cache) or
@@ -64,22 +74,24 @@ void sql_rcache_free(sql_rcache *c);
 /* The largest result worth recording for c (0 when c is NULL). */
 size_t sql_rcache_entry_max(const sql_rcache *c);
 
-/* The entry for key made at generation gen, held for the caller until
- * sql_rcache_release; NULL on a miss. */
-const sql_rentry *sql_rcache_get(sql_rcache *c, const char *key, uint64_t gen);
+/* The entry of kind for key made at generation gen, held for the caller
+ * until sql_rcache_release; NULL on a miss. */
+const sql_rentry *sql_rcache_get(sql_rcache *c, sql_answer_kind kind, const char *key,
+                                 uint64_t gen);
 void sql_rcache_release(sql_rcache *c, const sql_rentry *e);
 /* Is an answer for key at generation gen kept? Counts neither a hit nor a
  * miss (the refresher's look, sql_refresh.h). */
-bool sql_rcache_has(sql_rcache *c, const char *key, uint64_t gen);
+bool sql_rcache_has(sql_rcache *c, sql_answer_kind kind, const char *key, uint64_t gen);
 
 /*
- * Keeps a result of key made at generation gen. Takes bytes and chunks
+ * Keeps a result of kind for key made at generation gen. Takes bytes and chunks
  * (malloc'd) whatever it returns; false when it was not kept (too large,
  * an older generation than the cache's, out of memory). A newer
  * generation drops every entry first.
  */
-bool sql_rcache_put(sql_rcache *c, const char *key, uint64_t gen, uint8_t *bytes, size_t len,
-                    size_t *chunks, size_t nchunks, size_t ncols, uint64_t nrows);
+bool sql_rcache_put(sql_rcache *c, sql_answer_kind kind, const char *key, uint64_t gen,
+                    uint8_t *bytes, size_t len, size_t *chunks, size_t nchunks, size_t ncols,
+                    uint64_t nrows);
 
 /* Counters since the cache was made (for logs and tests). */
 typedef struct sql_rcache_stats {

@@ -808,19 +808,10 @@ static mr_status make_select(sql_session *s, const char *sql, sql_cached_query *
   return MR_OK;
 }
 
-/* The result cache's key of a SELECT: its text after a byte no admitted
- * text begins with, so it never meets a COPY's query (keyed as it is). */
-static char *select_key(const char *text) {
-  sql_strbuf b = {0};
-  sql_strbuf_add(&b, "\x01");
-  sql_strbuf_add(&b, text);
-  return sql_strbuf_take(&b);
-}
-
 /* A pure SELECT from the result cache: true when it answered (*rc). */
 static bool select_from_cache(sql_session *s, const char *key, uint64_t gen, const sql_sink *sink,
                               mr_status *rc, sql_error *err) {
-  const sql_rentry *kept = sql_rcache_get(s->e->rcache, key, gen);
+  const sql_rentry *kept = sql_rcache_get(s->e->rcache, SQL_ANSWER_SELECT, key, gen);
   if (kept == NULL)
     return false;
   uint64_t n = 0;
@@ -840,12 +831,10 @@ static mr_status run_select(sql_session *s, const sql_plan *pl, const sql_sink *
   bool known = pl->known.kind != SQL_KNOWN_NONE;
   /* a pure one may be answered again from the result cache (sql_rcache.h) */
   uint64_t gen = 0;
-  char *key = !known && pl->pure && sql_session_result_gen(s, &gen) ? select_key(pl->text) : NULL;
+  const char *key = !known && pl->pure && sql_session_result_gen(s, &gen) ? pl->text : NULL;
   mr_status rc;
-  if (key && select_from_cache(s, key, gen, sink, &rc, err)) {
-    free(key);
+  if (key && select_from_cache(s, key, gen, sink, &rc, err))
     return rc;
-  }
   char *call = known ? sql_pginfo_call(&pl->known, pl->text) : NULL;
   if (known && call == NULL)
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
@@ -854,10 +843,8 @@ static mr_status run_select(sql_session *s, const sql_plan *pl, const sql_sink *
   duckdb_result r;
   if (rc == MR_OK)
     rc = sql_execute_streaming(q->wrapped ? q->wrapped : q->ps, &r, err);
-  if (rc) {
-    free(key);
+  if (rc)
     return rc;
-  }
   uint64_t n = 0;
   sql_select_recorder rec;
   sql_select_recorder_init(&rec, sink, sql_rcache_entry_max(s->e->rcache));
@@ -866,9 +853,7 @@ static mr_status run_select(sql_session *s, const sql_plan *pl, const sql_sink *
   duckdb_destroy_result(&r);
   if (rc != MR_OK)
     rec.rec.on = false;
-  if (key)
-    sql_record_keep(s, &rec.rec, key, gen, rec.ncols, n); /* frees rec.rec */
-  free(key);
+  sql_select_recorder_keep(s, &rec, key, gen, n);
   char tag[64];
   snprintf(tag, sizeof tag, "SELECT %" PRIu64, n);
   return rc ? rc : complete(sink, tag, err);

@@ -47,11 +47,11 @@ static size_t *one_chunk(size_t len) {
 static bool put_text(sql_rcache *c, const char *key, uint64_t gen, const char *text) {
   size_t len;
   uint8_t *b = bytes_of(text, &len);
-  return sql_rcache_put(c, key, gen, b, len, one_chunk(len), 1, 1, 1);
+  return sql_rcache_put(c, SQL_ANSWER_COPY_BINARY, key, gen, b, len, one_chunk(len), 1, 1, 1);
 }
 
 static bool holds(sql_rcache *c, const char *key, uint64_t gen, const char *text) {
-  const sql_rentry *e = sql_rcache_get(c, key, gen);
+  const sql_rentry *e = sql_rcache_get(c, SQL_ANSWER_COPY_BINARY, key, gen);
   if (e == NULL)
     return false;
   bool same = e->len == strlen(text) && memcmp(e->bytes, text, e->len) == 0;
@@ -112,9 +112,13 @@ static void held_entry_outlives_its_eviction(void **state) {
   (void)state;
   sql_rcache *c = sql_rcache_new(1 << 20);
   assert_true(put_text(c, "q", 5, "kept bytes"));
-  const sql_rentry *e = sql_rcache_get(c, "q", 5);
+  const sql_rentry *e = sql_rcache_get(c, SQL_ANSWER_COPY_BINARY, "q", 5);
   assert_non_null(e);
-  assert_null(sql_rcache_get(c, "q", 6)); /* drops it from the table */
+  /* the same text as another kind of answer is another entry */
+  assert_null(sql_rcache_get(c, SQL_ANSWER_SELECT, "q", 5));
+  assert_false(sql_rcache_has(c, SQL_ANSWER_SELECT, "q", 5));
+  assert_true(sql_rcache_has(c, SQL_ANSWER_COPY_BINARY, "q", 5));
+  assert_null(sql_rcache_get(c, SQL_ANSWER_COPY_BINARY, "q", 6)); /* drops it from the table */
   assert_memory_equal(e->bytes, "kept bytes", 10);
   sql_rcache_release(c, e); /* frees it (ASan / valgrind see a leak otherwise) */
   sql_rcache_free(c);
