@@ -16,6 +16,7 @@ static bool in_list(const char *const *list, const char *name) {
 }
 
 #define PURE true
+#define TABLES true
 #define SESSION false
 typedef struct admit_fn {
   const char *name;
@@ -25,23 +26,14 @@ typedef struct admit_fn {
 static const admit_fn functions[] = {SQL_ADMIT_FUNCTIONS(FN_ROW){NULL, false}};
 #undef FN_ROW
 #undef PURE
+#undef TABLES
 #undef SESSION
 
 #define NAME_OF(name) name,
 static const char *const column_types[] = {SQL_ADMIT_COLUMN_TYPES(NAME_OF) NULL};
-#undef NAME_OF
 
-typedef struct admit_rel {
-  const char *name;
-  bool fixed;
-} admit_rel;
-#define FIXED true
-#define LIVE false
-#define REL_ROW(name, rows) {name, rows},
-static const admit_rel pg_relations[] = {SQL_ADMIT_PG_RELATIONS(REL_ROW){NULL, false}};
-#undef REL_ROW
-#undef FIXED
-#undef LIVE
+static const char *const pg_relations[] = {SQL_ADMIT_PG_RELATIONS(NAME_OF) NULL};
+#undef NAME_OF
 
 /* The embedded engine's own databases and schemas: a client naming one
  * could reach moraine's pg_catalog tables or DuckDB's system catalog. */
@@ -81,9 +73,8 @@ static bool catalog_name(const char *name) {
 
 sql_admit_rel sql_admit_relation(const char *schema, const char *name) {
   if (schema == NULL || strcmp(schema, "pg_catalog") == 0) {
-    for (const admit_rel *r = pg_relations; r->name; r++)
-      if (strcmp(r->name, name) == 0)
-        return r->fixed ? SQL_REL_PG_FIXED : SQL_REL_PG_CATALOG;
+    if (in_list(pg_relations, name))
+      return SQL_REL_PG_CATALOG;
     if (schema != NULL)
       return SQL_REL_REFUSED;
   } else if (sql_admit_reserved_schema(schema)) {
@@ -106,28 +97,22 @@ void sql_admit_write_markdown(FILE *f) {
   fprintf(f, ".\nEvery other statement is refused with SQLSTATE 42501.\n");
   fprintf(f, "\n| function | result depends on | sent by |\n|---|---|---|\n");
 #define PURE "its arguments"
+#define TABLES "also the catalog's committed tables"
 #define SESSION "also the session, the clock or state outside the catalog's rows"
 #define FN(name, result, who) fprintf(f, "| `%s` | %s | %s |\n", name, result, who);
   SQL_ADMIT_FUNCTIONS(FN)
 #undef FN
 #undef PURE
+#undef TABLES
 #undef SESSION
   fprintf(f, "\npg_catalog relations (read only):");
-#define REL(name, rows) fprintf(f, " `%s`", name);
+#define REL(name) fprintf(f, " `%s`", name);
   SQL_ADMIT_PG_RELATIONS(REL)
 #undef REL
-  fprintf(f, ".\nOf these, the rows of");
-#define FIXED_REL(name, rows)                                                                      \
-  if (rows)                                                                                        \
-    fprintf(f, " `%s`", name);
-#define FIXED true
-#define LIVE false
-  SQL_ADMIT_PG_RELATIONS(FIXED_REL)
-#undef FIXED_REL
-#undef FIXED
-#undef LIVE
-  fprintf(f, " are fixed when the engine opens: a read of them is pure (its answer may be kept,"
-             " docs/pgwire.md \"Result cache\"); a read of any other makes a statement impure");
+  fprintf(f, ".\nTheir rows are constants, or follow the catalog's committed tables, which"
+             " change only with a commit: a read of them is pure (its answer may be kept,"
+             " docs/pgwire.md \"Result cache\"), as is a call of a function whose result"
+             " depends on its arguments or the catalog's committed tables");
   fprintf(f, ".\n\nInlined data column types:");
 #define TYPE(name) fprintf(f, " `%s`", name);
   SQL_ADMIT_COLUMN_TYPES(TYPE)

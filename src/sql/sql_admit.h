@@ -80,11 +80,14 @@
  *
  * result says what a call's value depends on:
  *   PURE     its arguments and the engine's fixed settings only;
+ *   TABLES   also the catalog database's committed tables (names, columns,
+ *            keys), which change only with a commit or a pre-load, inside
+ *            the data generation's move (sql_engine.c);
  *   SESSION  also the clock, chance, the session (user, temporary tables,
  *            search path) or state outside the catalog's rows (sizes).
- * A read calling only PURE functions over catalog relations gives the same
- * answer for as long as the catalog's rows stay the same, which is what
- * lets its result be kept (sql_rcache.h).
+ * A read calling only PURE and TABLES functions over catalog and pg_catalog
+ * relations gives the same answer for as long as the catalog's rows stay
+ * the same, which is what lets its result be kept (sql_rcache.h).
  */
 #define SQL_ADMIT_FUNCTIONS(X)                                                                     \
   /* aggregates */                                                                                 \
@@ -135,7 +138,7 @@
   X("gen_random_uuid", SESSION, "clients")                                                         \
   /* moraine's pg_catalog (sql_pgcatalog.c) */                                                     \
   X("version", PURE, "postgres extension (version probe)")                                         \
-  X("to_regclass", SESSION, "postgres extension (secrets probe)")                                  \
+  X("to_regclass", TABLES, "postgres extension (secrets probe)")                                  \
   X("format_type", PURE, "postgres extension, psql")                                               \
   X("obj_description", SESSION, "psql")                                                            \
   X("col_description", SESSION, "psql")                                                            \
@@ -168,37 +171,39 @@
   X("has_table_privilege", SESSION, "clients")                                                     \
   X("has_schema_privilege", SESSION, "clients")
 
-/* X(name, rows): pg_catalog relations moraine presents (sql_pgcatalog.c),
- * read only. rows FIXED: written once when the engine opens, so a read of
- * them is as pure as a constant; LIVE: they follow the catalog's tables and
- * the session (its own uncommitted DDL, its temporary tables). */
+/* X(name): pg_catalog relations moraine presents (sql_pgcatalog.c), read
+ * only. Their rows are constants written when the engine opens, or follow
+ * the catalog database's committed tables (sql_relcache.h, DuckDB's own
+ * catalog), which change only inside the data generation's move; a
+ * session's own uncommitted DDL and temporary tables keep it from the
+ * result cache (sql_session_result_gen). So a read of them is pure. */
 #define SQL_ADMIT_PG_RELATIONS(X)                                                                  \
-  X("pg_namespace", LIVE)                                                                          \
-  X("pg_class", LIVE)                                                                              \
-  X("pg_type", LIVE)                                                                               \
-  X("pg_attribute", LIVE)                                                                          \
-  X("pg_constraint", LIVE)                                                                         \
-  X("pg_description", LIVE)                                                                        \
-  X("pg_enum", LIVE)                                                                               \
-  X("pg_indexes", LIVE)                                                                            \
-  X("pg_tables", LIVE)                                                                             \
-  X("pg_views", LIVE)                                                                              \
-  X("pg_database", LIVE)                                                                           \
-  X("pg_roles", LIVE)                                                                              \
-  X("pg_settings", FIXED)                                                                          \
-  X("pg_am", LIVE)                                                                                 \
-  X("pg_attrdef", LIVE)                                                                            \
-  X("pg_collation", LIVE)                                                                          \
-  X("pg_index", LIVE)                                                                              \
-  X("pg_policy", LIVE)                                                                             \
-  X("pg_statistic_ext", LIVE)                                                                      \
-  X("pg_publication", LIVE)                                                                        \
-  X("pg_publication_namespace", LIVE)                                                              \
-  X("pg_publication_rel", LIVE)                                                                    \
-  X("pg_inherits", LIVE)                                                                           \
-  X("pg_auth_members", LIVE)                                                                       \
-  X("pg_extension", LIVE)                                                                          \
-  X("pg_proc", LIVE)
+  X("pg_namespace")                                                                                \
+  X("pg_class")                                                                                    \
+  X("pg_type")                                                                                     \
+  X("pg_attribute")                                                                                \
+  X("pg_constraint")                                                                               \
+  X("pg_description")                                                                              \
+  X("pg_enum")                                                                                     \
+  X("pg_indexes")                                                                                  \
+  X("pg_tables")                                                                                   \
+  X("pg_views")                                                                                    \
+  X("pg_database")                                                                                 \
+  X("pg_roles")                                                                                    \
+  X("pg_settings")                                                                                 \
+  X("pg_am")                                                                                       \
+  X("pg_attrdef")                                                                                  \
+  X("pg_collation")                                                                                \
+  X("pg_index")                                                                                    \
+  X("pg_policy")                                                                                   \
+  X("pg_statistic_ext")                                                                            \
+  X("pg_publication")                                                                              \
+  X("pg_publication_namespace")                                                                    \
+  X("pg_publication_rel")                                                                          \
+  X("pg_inherits")                                                                                 \
+  X("pg_auth_members")                                                                             \
+  X("pg_extension")                                                                                \
+  X("pg_proc")
 
 /* X(type name as libpg_query spells it): column types an inlined data table
  * may have (DuckLake's PostgreSQL spelling of each DuckDB type). */
@@ -219,8 +224,7 @@
 typedef enum sql_admit_rel {
   SQL_REL_REFUSED = 0,
   SQL_REL_CATALOG,    /* a DuckLake table: read and write */
-  SQL_REL_PG_CATALOG, /* a presented pg_catalog relation (LIVE): read only */
-  SQL_REL_PG_FIXED,   /* a presented pg_catalog relation (FIXED): read only */
+  SQL_REL_PG_CATALOG, /* a presented pg_catalog relation: read only */
 } sql_admit_rel;
 sql_admit_rel sql_admit_relation(const char *schema, const char *name);
 

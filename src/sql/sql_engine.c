@@ -418,10 +418,12 @@ mr_status sql_engine_admin_end(sql_engine *e, bool commit, sql_error *err) {
     }
   }
   e->admin_in_txn = false;
-  sql_data_change_end(e);
-  if (e->admin_txn_ddl) /* its DDL shows only now: a re-read before saw none */
+  /* its DDL shows only now: a re-read before saw none; marked before the
+   * generation moves on, so no read is kept with the old directory */
+  if (e->admin_txn_ddl)
     sql_relcache_invalidate(e->relcache);
   e->admin_txn_ddl = false;
+  sql_data_change_end(e);
   pthread_mutex_unlock(&e->admin_lock);
   return rc;
 }
@@ -437,14 +439,15 @@ static mr_status admin_run(sql_engine *e, const char *sql, bool ddl, sql_error *
   if (!e->admin_in_txn)
     sql_data_change_begin(e);
   rc = sql_exec(e->admin, rewritten, err);
-  if (!e->admin_in_txn)
-    sql_data_change_end(e);
-  /* marked after it ran (a re-read racing with it is marked stale again),
-   * and again when a pre-load transaction holding it commits */
+  /* marked after it ran (a re-read racing with it is marked stale again)
+   * and before the generation moves on, and again when a pre-load
+   * transaction holding it commits */
   if (ddl)
     sql_relcache_invalidate(e->relcache);
   if (ddl && e->admin_in_txn)
     e->admin_txn_ddl = true;
+  if (!e->admin_in_txn)
+    sql_data_change_end(e);
   pthread_mutex_unlock(&e->admin_lock);
   if (ddl)
     atomic_fetch_add(&e->ddl_gen, 1);

@@ -86,8 +86,6 @@ static mr_status check_relation(planner *p, const PgQuery__RangeVar *rv, bool wr
   if (schema == NULL && !write && is_cte(p, name))
     return MR_OK;
   sql_admit_rel rel = sql_admit_relation(schema, name);
-  if (rel == SQL_REL_PG_CATALOG)
-    p->impure = true;
   if (rel == SQL_REL_REFUSED || (write && rel != SQL_REL_CATALOG)) {
     snprintf(what, sizeof what, "%s relation \"%s%s%s\"", write ? "writes to the" : "the",
              schema ? schema : "", schema ? "." : "", name);

@@ -82,9 +82,10 @@ typedef struct sql_plan {
   sql_copy_stmt copy;   /* SQL_KIND_COPY: its direction, query or target, options */
   char *dealloc_name;   /* SQL_KIND_DEALLOCATE: the statement, NULL for ALL */
   sql_known_query known; /* a SELECT the session answers in its own way (sql_pginfo.h) */
-  /* It names only catalog relations (and its own CTEs) and calls only PURE
-   * functions (sql_admit.h): as a read, its answer depends on nothing but
-   * the catalog's rows, so a result may be kept (sql_rcache.h). */
+  /* It names only catalog and pg_catalog relations (and its own CTEs) and
+   * calls only PURE and TABLES functions (sql_admit.h): as a read, its
+   * answer depends on nothing but the catalog's committed rows and tables,
+   * so a result may be kept (sql_rcache.h). */
   bool pure;
 } sql_plan;
 

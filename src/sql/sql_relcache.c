@@ -466,6 +466,10 @@ static bool carry_oids(sql_relcache *rc, relset *fresh) {
   return true;
 }
 
+bool sql_relcache_current(sql_relcache *rc) {
+  return !atomic_load(&rc->stale);
+}
+
 mr_status sql_relcache_refresh(sql_relcache *rc, duckdb_connection con, sql_error *err) {
   if (!atomic_load(&rc->stale))
     return MR_OK;

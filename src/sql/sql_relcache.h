@@ -21,6 +21,9 @@
  *    follower, a reload) marks the directory stale
  *    (sql_relcache_invalidate); the next client statement re-reads it from
  *    the engine in one scan (sql_relcache_refresh) before it runs.
+ *  - Both happen inside the engine's data-generation move (sql_engine.c),
+ *    so a read kept by the result cache at a generation saw the directory
+ *    of that generation (sql_relcache_current).
  *
  * Invariants: a relation keeps its oid for as long as it exists (re-reads
  * keep the oids of tables they find again), and oids start at
@@ -61,6 +64,12 @@ mr_status sql_relcache_register(sql_relcache *rc, duckdb_connection con,
 
 /* Tables may have changed behind the directory: re-read at next refresh. */
 void sql_relcache_invalidate(sql_relcache *rc);
+
+/* Not stale: the directory is the engine's committed tables as of the
+ * last change published or re-read. The result cache keeps a read only
+ * then (sql_session_result_gen): every change marks it stale, or publishes
+ * into it, inside the data generation's move. */
+bool sql_relcache_current(sql_relcache *rc);
 
 /* If stale, re-reads every table of the database through `con` (a
  * connection no session uses; the caller serializes its use). */

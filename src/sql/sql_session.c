@@ -550,6 +550,8 @@ static mr_status commit_txn(sql_session *s, sql_error *err) {
       clock_gettime(CLOCK_MONOTONIC, &tp);
       sql_data_change_begin(e);
       rc = end_txn_exec(s, SQL_TXN_COMMIT, err);
+      if (rc == MR_OK) /* its tables are everyone's before the generation moves on */
+        ddl_settled(s, true);
       sql_data_change_end(e);
       tm.engine_commit = ms_since(&tp);
       if (rc == MR_OK)
@@ -586,14 +588,16 @@ bool sql_session_result_gen(sql_session *s, uint64_t *gen) {
     return false;
   if (!sql_data_gen(s->e, gen))
     return false;
+  /* pg_class and its kin read the relation directory: only one that is
+   * the generation's own may be kept (sql_relcache_current) */
   if (s->status == 'I')
-    return true; /* a read in DuckDB's autocommit: its snapshot is now */
+    return sql_relcache_current(s->e->relcache); /* autocommit: its snapshot is now */
   /* in a transaction: its snapshot, taken at BEGIN (the engine's
    * immediate_transaction_mode), is the current rows only if nothing
    * changed them since; and changes of its own are not in the rows the
    * cache describes */
   return s->status == 'T' && s->begin_data_ok && s->begin_data_gen == *gen && s->cap.n == 0 &&
-         !s->txn_ddl;
+         !s->txn_ddl && sql_relcache_current(s->e->relcache);
 }
 
 /* ---- statements --------------------------------------------------------- */
@@ -829,9 +833,10 @@ static mr_status run_select(sql_session *s, const sql_plan *pl, const sql_sink *
   sql_cached_query *q;
   /* a statement of the postgres extension's that moraine answers its way */
   bool known = pl->known.kind != SQL_KNOWN_NONE;
-  /* a pure one may be answered again from the result cache (sql_rcache.h) */
+  /* a pure one may be answered again from the result cache (sql_rcache.h);
+   * a known one too, by its own text: its answer is the text's */
   uint64_t gen = 0;
-  const char *key = !known && pl->pure && sql_session_result_gen(s, &gen) ? pl->text : NULL;
+  const char *key = pl->pure && sql_session_result_gen(s, &gen) ? pl->text : NULL;
   mr_status rc;
   if (key && select_from_cache(s, key, gen, sink, &rc, err))
     return rc;

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -320,7 +321,10 @@ static void session_state_is_never_kept(void **state) {
   sql_rcache_stats before = stats(f);
   run_ok(f->s1, "COPY (SELECT now()) TO STDOUT (FORMAT binary)", NULL);
   run_ok(f->s1, "COPY (SELECT current_timestamp) TO STDOUT (FORMAT binary)", NULL);
-  run_ok(f->s1, "COPY (SELECT count(*) FROM pg_catalog.pg_class) TO STDOUT (FORMAT binary)", NULL);
+  run_ok(f->s1,
+         "COPY (SELECT count(*) FROM pg_catalog.pg_class WHERE pg_table_is_visible(oid)) "
+         "TO STDOUT (FORMAT binary)",
+         NULL);
   run_ok(f->s1, "COPY (SELECT current_user) TO STDOUT (FORMAT binary)", NULL);
   assert_int_equal(stats(f).puts, before.puts);
   /* a session with a temporary table keeps nothing, not even a pure read */
@@ -514,6 +518,124 @@ static void selects_are_kept_like_copies(void **state) {
     free(frees[i]);
 }
 
+/* pg_catalog follows the catalog's committed tables: its reads are kept
+ * until a commit or a pre-load changes them, and a session's own DDL is
+ * neither served from the cache nor kept. */
+#define CATALOG_TABLES                                                                             \
+  "SELECT relname FROM pg_class WHERE relname LIKE 'ducklake_inlined%' OR relname = 'ducklake_t' " \
+  "ORDER BY relname"
+
+/* An inlined data table's DuckLake table must exist before it may be made. */
+static void add_ducklake_tables(fixture *f) {
+  sql_error err;
+  if (sql_engine_exec(f->e, "CREATE TABLE public.ducklake_table (table_id BIGINT)", &err) ||
+      sql_engine_exec(f->e, "INSERT INTO public.ducklake_table VALUES (1), (7)", &err))
+    fail_msg("%s", err.base.msg);
+}
+
+static void catalog_tables_are_kept_until_ddl(void **state) {
+  fixture *f = *state;
+  add_ducklake_tables(f);
+  char *first = select_answer(f->s1, CATALOG_TABLES);
+  assert_string_equal(first, "relname:1043:-1:-1:0|\nducklake_t;\nSELECT 1\n");
+  sql_rcache_stats before = stats(f);
+  char *kept = select_answer(f->s2, CATALOG_TABLES);
+  assert_int_equal(stats(f).hits, before.hits + 1);
+  assert_string_equal(kept, first);
+  /* the session's own CREATE TABLE: it sees it, keeps nothing; others not yet */
+  run_ok(f->s2, "BEGIN", NULL);
+  #define INLINED_COLUMNS "(row_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT)"
+  run_ok(f->s2, "CREATE TABLE public.ducklake_inlined_data_1_1 " INLINED_COLUMNS, NULL);
+  before = stats(f);
+  char *own = select_answer(f->s2, CATALOG_TABLES);
+  assert_non_null(strstr(own, "ducklake_inlined_data_1_1;\nducklake_t;\nSELECT 2\n"));
+  assert_int_equal(stats(f).puts, before.puts);
+  assert_int_equal(stats(f).hits, before.hits);
+  char *other = select_answer(f->s1, CATALOG_TABLES);
+  assert_string_equal(other, first);
+  run_ok(f->s2, "COMMIT", NULL);
+  char *committed = select_answer(f->s1, CATALOG_TABLES);
+  assert_non_null(strstr(committed, "ducklake_inlined_data_1_1;\nducklake_t;\nSELECT 2\n"));
+  char *reg = select_answer(f->s1, "SELECT to_regclass('ducklake_inlined_data_1_1')");
+  before = stats(f);
+  char *reg_kept = select_answer(f->s2, "SELECT to_regclass('ducklake_inlined_data_1_1')");
+  assert_int_equal(stats(f).hits, before.hits + 1);
+  assert_string_equal(reg, reg_kept);
+  assert_non_null(strstr(reg, "\nducklake_inlined_data_1_1;\nSELECT 1\n"));
+  /* a pre-load's table, then a client's DROP */
+  sql_error err;
+  assert_int_equal(sql_engine_exec(f->e, "CREATE TABLE public.ducklake_inlined_data_1_2 (id BIGINT)", &err), MR_OK);
+  char *preloaded = select_answer(f->s2, CATALOG_TABLES);
+  assert_non_null(strstr(preloaded, "ducklake_inlined_data_1_1;\nducklake_inlined_data_1_2;\nducklake_t;\nSELECT 3\n"));
+  run_ok(f->s1, "DROP TABLE public.ducklake_inlined_data_1_1", NULL);
+  char *dropped = select_answer(f->s2, CATALOG_TABLES);
+  assert_non_null(strstr(dropped, "ducklake_inlined_data_1_2;\nducklake_t;\nSELECT 2\n"));
+  char *gone = select_answer(f->s2, "SELECT to_regclass('ducklake_inlined_data_1_1')");
+  assert_non_null(strstr(gone, "\n<null>;\nSELECT 1\n"));
+  char *frees[] = {first, kept, own, other, committed, reg, reg_kept, preloaded, dropped, gone};
+  for (size_t i = 0; i < sizeof frees / sizeof *frees; i++)
+    free(frees[i]);
+}
+
+/* The race of reader_never_sees_an_acknowledged_commit_missing over tables:
+ * a writer creates them one by one, by a client's commit and by the
+ * pre-load API in turn, and says so after each returns; a reader's count
+ * of them, kept or not, never falls behind. */
+#define TABLE_RACE_TABLES 120
+#define COUNT_R                                                                                    \
+  "COPY (SELECT count(*) FROM pg_class WHERE relname LIKE 'ducklake_inlined_data_7_%') TO STDOUT (FORMAT binary)"
+
+static void *table_race_writer(void *arg) {
+  race *r = arg;
+  char sql[160];
+  for (int i = 1; i <= TABLE_RACE_TABLES; i++) {
+    snprintf(sql, sizeof sql, "CREATE TABLE public.ducklake_inlined_data_7_%d " INLINED_COLUMNS, i);
+    sql_error err;
+    if (i % 2)
+      run_ok(r->f->s2, sql, NULL);
+    else if (sql_engine_exec(r->f->e, sql, &err) != MR_OK)
+      fail_msg("%s: %s", sql, err.base.msg);
+    atomic_store(&r->acked, i);
+  }
+  atomic_store(&r->done, true);
+  return NULL;
+}
+
+static int64_t count_r(sql_session *s) {
+  copy_sink cs = {0};
+  run_ok(s, COUNT_R, &cs);
+  const uint8_t *p = (const uint8_t *)cs.bytes.data;
+  assert_int_equal(cs.bytes.len, 19 + 2 + 4 + 8 + 2);
+  int64_t n = be64(p + 21 + 4);
+  sql_strbuf_free(&cs.bytes);
+  return n;
+}
+
+static void reader_never_sees_an_acknowledged_table_missing(void **state) {
+  fixture *f = *state;
+  add_ducklake_tables(f);
+  race r = {.f = f};
+  pthread_t w;
+  assert_int_equal(pthread_create(&w, NULL, table_race_writer, &r), 0);
+  int64_t reads = 0, last = 0;
+  sql_rcache_stats before = stats(f);
+  while (!atomic_load(&r.done)) {
+    int64_t acked = atomic_load(&r.acked);
+    int64_t n = count_r(f->s1);
+    if (n < acked)
+      fail_msg("read %" PRId64 " tables after %" PRId64 " were acknowledged", n, acked);
+    assert_true(n >= last);
+    last = n;
+    reads++;
+    if (count_r(f->s1) < acked) /* the same text again: a hit, if anything */
+      fail_msg("a second read fell behind %" PRId64 " acknowledged tables", acked);
+  }
+  pthread_join(w, NULL);
+  assert_int_equal(count_r(f->s1), TABLE_RACE_TABLES);
+  assert_true(reads > 0);
+  assert_true(stats(f).hits > before.hits); /* the reads were kept, and raced */
+}
+
 static sql_result_cache_counts counts(fixture *f) {
   sql_result_cache_counts c;
   sql_engine_result_cache_counts(f->e, &c);
@@ -628,6 +750,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(abandoned_answers_are_not_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(selects_are_kept_like_copies, setup, teardown),
       cmocka_unit_test_setup_teardown(reader_never_sees_an_acknowledged_commit_missing, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(catalog_tables_are_kept_until_ddl, setup, teardown),
+      cmocka_unit_test_setup_teardown(reader_never_sees_an_acknowledged_table_missing, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(writer_reads_are_refreshed_after_its_commit, setup_refresh,
                                       teardown),
