@@ -11,6 +11,8 @@ commits it also prints the median of each commit phase.
 
     workloads
       commit      single-row INSERT commits on one table (a unit: one commit)
+      bulk        1000-row INSERT commits, each one Parquet file (a unit: one
+                  commit)
       attach      a fresh DuckDB connection: ATTACH + SELECT count(*) (a unit:
                   one attach and its first query)
       timetravel  SELECT count(*) ... AT (VERSION => k) on a warm connection
@@ -62,6 +64,11 @@ def run(args, srv, folder):
         srv.log_mark(MARK)
         lat = [timed(lambda i=i: con.execute(f"INSERT INTO lake.t VALUES ({i}, 'x')"))
                for i in range(args.n)]
+        return args.n, lat, notes
+    if args.workload == "bulk":
+        srv.log_mark(MARK)
+        lat = [timed(lambda: con.execute("INSERT INTO lake.t SELECT i, 'bulk' FROM range(1000) r(i)"))
+               for _ in range(args.n)]
         return args.n, lat, notes
     if args.workload == "timetravel":
         srv.log_mark(MARK)
@@ -146,7 +153,7 @@ def report(log_path, units, lat, notes):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("workload", choices=["commit", "attach", "timetravel", "writers"])
+    ap.add_argument("workload", choices=["commit", "bulk", "attach", "timetravel", "writers"])
     ap.add_argument("--n", type=int, default=200, help="units (per writer for writers)")
     ap.add_argument("--writers", type=int, default=16)
     ap.add_argument("--moraine-args", default="",

@@ -184,3 +184,31 @@ def test_simple_query_selects_are_kept_and_move_on(tmp_path):
     finally:
         hits, _ = stop_counts(server)
     assert hits >= 20, hits  # 5 commits x (2 kept answers x 2 reruns)
+
+
+def test_a_fresh_attach_sees_the_tables_of_every_commit(tmp_path):
+    """The extension's catalog load at ATTACH (pg_class and its kin) and its
+    secrets probe are kept between commits; a DuckLake table created since,
+    with the inlined-data table DuckLake makes for it, is in the next
+    ATTACH's load, and psql's pg_class lists it."""
+    server = Server("--store", f"file://{tmp_path / 'store'}")
+    try:
+        writer = attach(server, tmp_path / "data")
+        listed = ("SELECT count(*) FROM pg_class "
+                  "WHERE relname LIKE 'ducklake_inlined_data%'")
+        before = int(psql(server, listed).stdout.split()[0])
+        for k in range(1, 5):
+            writer.execute(f"CREATE TABLE lake.t{k}(a INTEGER)")
+            writer.execute(f"INSERT INTO lake.t{k} VALUES ({k})")
+            assert int(psql(server, listed).stdout.split()[0]) > before
+            before = int(psql(server, listed).stdout.split()[0])
+            for _ in range(2):  # the first ATTACH after the commit runs the load, the second is kept
+                fresh = attach(server, tmp_path / "data")
+                got = [fresh.execute(f"SELECT count(*), sum(a) FROM lake.t{j}").fetchone()
+                       for j in range(1, k + 1)]
+                assert got == [(1, j) for j in range(1, k + 1)]
+                fresh.close()
+        writer.close()
+    finally:
+        hits, _ = stop_counts(server)
+    assert hits >= 4 * 5, hits  # each second ATTACH: catalog load's five SELECTs at least
