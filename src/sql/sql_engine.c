@@ -282,8 +282,24 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
     return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_PARAMETER_VALUE,
                     "invalid memory limit '%s' (use e.g. 512MB or 4GB)", opts->memory_limit);
   }
-  char *open_err = NULL;
   const char *path = opts && opts->database_path ? opts->database_path : NULL;
+  /* In memory there is nothing to make durable: a checkpoint only re-packs
+   * each table's rows. DuckDB runs one inside the COMMIT whose estimated
+   * WAL crosses checkpoint_threshold (16 MB), so every few dozen commits one
+   * client's commit paid for a pass over every table of the engine, under
+   * moraine's commit lock: 54-114 ms at 1,000 DuckLake tables, 3.3 ms a
+   * commit on average. Without them the server's RSS was lower, not higher
+   * (BENCHMARK.md, 2026-12-07 night, last). A file-backed engine (export)
+   * keeps DuckDB's default. */
+  if (path == NULL && duckdb_set_config(cfg, "checkpoint_threshold",
+                                        SQL_ENGINE_MEMORY_CHECKPOINT_THRESHOLD) != DuckDBSuccess) {
+    duckdb_destroy_config(&cfg);
+    free(e->version);
+    free(e);
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                    "cannot set DuckDB's checkpoint threshold");
+  }
+  char *open_err = NULL;
   if (duckdb_open_ext(path, &e->db, cfg, &open_err) != DuckDBSuccess) {
     rc = sql_fail(err, MR_ERR_IO, SQLSTATE_IO_ERROR, "cannot open DuckDB: %s",
                   open_err ? open_err : "?");

@@ -233,6 +233,11 @@ void sql_prepared_destroy(sql_prepared *p);
 #define SQL_ENGINE_DISABLED_OPTIMIZERS \
   "statistics_propagation,compressed_materialization,row_group_pruner"
 
+/* DuckDB's checkpoint_threshold for an in-memory engine: never. An
+ * in-memory checkpoint only re-packs every table's rows, and DuckDB runs it
+ * inside the COMMIT that crosses the threshold (see sql_engine_open). */
+#define SQL_ENGINE_MEMORY_CHECKPOINT_THRESHOLD "none"
+
 /* A SELECT or COPY query prepared once and kept in the session's
  * prepared_ps cache: ps gives the column types, run executes (ps itself or
  * its text-wrapped / binary-wrapped twin). */

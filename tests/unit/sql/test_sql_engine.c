@@ -209,6 +209,22 @@ static void preload_then_query(void **state) {
   assert_int_not_equal(sql_engine_load_rows(f->e, "public", "ducklake_cat", 2, 0, rows, &err), MR_OK);
 }
 
+/* An in-memory engine never checkpoints: DuckDB would otherwise re-pack
+ * every table inside whichever COMMIT crossed its threshold (sql_engine.c). */
+static void memory_engine_never_checkpoints_in_a_commit(void **state) {
+  fixture *f = *state;
+  duckdb_result r;
+  assert_int_equal(
+      duckdb_query(f->e->admin, "SELECT current_setting('checkpoint_threshold')", &r),
+      DuckDBSuccess);
+  char *v = duckdb_value_varchar(&r, 0, 0);
+  assert_non_null(v);
+  /* "none" reads back as the largest size DuckDB prints (16 MiB by default) */
+  assert_string_equal(v, "16383.9 PiB");
+  duckdb_free(v);
+  duckdb_destroy_result(&r);
+}
+
 static void capture_and_hooks(void **state) {
   fixture *f = *state;
   hook_log h = {0};
@@ -934,6 +950,7 @@ static void ctid_past_one_block(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(preload_then_query, setup, teardown),
+      cmocka_unit_test_setup_teardown(memory_engine_never_checkpoints_in_a_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(capture_and_hooks, setup, teardown),
       cmocka_unit_test_setup_teardown(captured_text_is_the_engines_cast, setup, teardown),
       cmocka_unit_test_setup_teardown(transaction_states, setup, teardown),
