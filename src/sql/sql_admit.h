@@ -138,7 +138,7 @@
   X("gen_random_uuid", SESSION, "clients")                                                         \
   /* moraine's pg_catalog (sql_pgcatalog.c) */                                                     \
   X("version", PURE, "postgres extension (version probe)")                                         \
-  X("to_regclass", TABLES, "postgres extension (secrets probe)")                                  \
+  X("to_regclass", TABLES, "postgres extension (secrets probe)")                                   \
   X("format_type", PURE, "postgres extension, psql")                                               \
   X("obj_description", SESSION, "psql")                                                            \
   X("col_description", SESSION, "psql")                                                            \

@@ -214,9 +214,8 @@ static void preload_then_query(void **state) {
 static void memory_engine_never_checkpoints_in_a_commit(void **state) {
   fixture *f = *state;
   duckdb_result r;
-  assert_int_equal(
-      duckdb_query(f->e->admin, "SELECT current_setting('checkpoint_threshold')", &r),
-      DuckDBSuccess);
+  assert_int_equal(duckdb_query(f->e->admin, "SELECT current_setting('checkpoint_threshold')", &r),
+                   DuckDBSuccess);
   char *v = duckdb_value_varchar(&r, 0, 0);
   assert_non_null(v);
   /* "none" reads back as the largest size DuckDB prints (16 MiB by default) */

@@ -525,7 +525,9 @@ static void selects_are_kept_like_copies(void **state) {
   "SELECT relname FROM pg_class WHERE relname LIKE 'ducklake_inlined%' OR relname = 'ducklake_t' " \
   "ORDER BY relname"
 
-/* An inlined data table's DuckLake table must exist before it may be made. */
+/* An inlined data table's DuckLake table must exist before it may be made,
+ * and it has DuckLake's row columns. */
+#define INLINED_COLUMNS "(row_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT)"
 static void add_ducklake_tables(fixture *f) {
   sql_error err;
   if (sql_engine_exec(f->e, "CREATE TABLE public.ducklake_table (table_id BIGINT)", &err) ||
@@ -544,7 +546,6 @@ static void catalog_tables_are_kept_until_ddl(void **state) {
   assert_string_equal(kept, first);
   /* the session's own CREATE TABLE: it sees it, keeps nothing; others not yet */
   run_ok(f->s2, "BEGIN", NULL);
-  #define INLINED_COLUMNS "(row_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT)"
   run_ok(f->s2, "CREATE TABLE public.ducklake_inlined_data_1_1 " INLINED_COLUMNS, NULL);
   before = stats(f);
   char *own = select_answer(f->s2, CATALOG_TABLES);
@@ -564,9 +565,13 @@ static void catalog_tables_are_kept_until_ddl(void **state) {
   assert_non_null(strstr(reg, "\nducklake_inlined_data_1_1;\nSELECT 1\n"));
   /* a pre-load's table, then a client's DROP */
   sql_error err;
-  assert_int_equal(sql_engine_exec(f->e, "CREATE TABLE public.ducklake_inlined_data_1_2 (id BIGINT)", &err), MR_OK);
+  assert_int_equal(
+      sql_engine_exec(f->e, "CREATE TABLE public.ducklake_inlined_data_1_2 (id BIGINT)", &err),
+      MR_OK);
   char *preloaded = select_answer(f->s2, CATALOG_TABLES);
-  assert_non_null(strstr(preloaded, "ducklake_inlined_data_1_1;\nducklake_inlined_data_1_2;\nducklake_t;\nSELECT 3\n"));
+  assert_non_null(
+      strstr(preloaded,
+             "ducklake_inlined_data_1_1;\nducklake_inlined_data_1_2;\nducklake_t;\nSELECT 3\n"));
   run_ok(f->s1, "DROP TABLE public.ducklake_inlined_data_1_1", NULL);
   char *dropped = select_answer(f->s2, CATALOG_TABLES);
   assert_non_null(strstr(dropped, "ducklake_inlined_data_1_2;\nducklake_t;\nSELECT 2\n"));
@@ -583,14 +588,14 @@ static void catalog_tables_are_kept_until_ddl(void **state) {
  * of them, kept or not, never falls behind. */
 #define TABLE_RACE_TABLES 120
 #define COUNT_R                                                                                    \
-  "COPY (SELECT count(*) FROM pg_class WHERE relname LIKE 'ducklake_inlined_data_7_%') TO STDOUT (FORMAT binary)"
+  "COPY (SELECT count(*) FROM pg_class WHERE relname LIKE 'ducklake_inlined_data_7_%') TO STDOUT " \
+  "(FORMAT binary)"
 
 static void *table_race_writer(void *arg) {
   race *r = arg;
   char sql[160];
   for (int i = 1; i <= TABLE_RACE_TABLES && !atomic_load(&r->stop); i++) {
-    snprintf(sql, sizeof sql, "CREATE TABLE public.ducklake_inlined_data_7_%d " INLINED_COLUMNS,
-             i);
+    snprintf(sql, sizeof sql, "CREATE TABLE public.ducklake_inlined_data_7_%d " INLINED_COLUMNS, i);
     sql_error err;
     if (i % 2)
       run_ok(r->f->s2, sql, NULL);
