@@ -34,8 +34,8 @@ typedef struct planner {
   const char *stmt; /* the statement's text, for messages */
   char **ctes;      /* WITH names of the statement */
   size_t nctes;
-  /* the statement reads something besides catalog rows: a temporary or
-   * pg_catalog relation, a SESSION function (sql_admit.h), CURRENT_*, $n */
+  /* the statement reads something besides catalog rows and tables: a
+   * temporary table, a SESSION function (sql_admit.h), CURRENT_*, $n */
   bool impure;
 } planner;
 

@@ -5,9 +5,11 @@
  * rows change, and
  * never when the answer could differ — after a commit, a pre-load, inside
  * a transaction older than the rows, with temporary tables, with a
- * SESSION function or a pg_catalog relation — nor kept when too large or
- * abandoned by its client; and a reader racing a writer never gets a row
- * count older than the last acknowledged commit. Refresh ahead
+ * SESSION function — nor kept when too large or abandoned by its client;
+ * and a reader racing a writer never gets a row count older than the last
+ * acknowledged commit. pg_catalog reads are kept until DDL changes the
+ * tables, and a reader counting tables while a writer creates them never
+ * falls behind. Refresh ahead
  * (sql_refresh.h): the reads a writer repeats are kept again after its
  * commit, one-off reads are not, and a reader racing a refreshing writer
  * still never goes back. */
