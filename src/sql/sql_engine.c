@@ -222,6 +222,51 @@ void sql_engine_set_size_fn(sql_engine *e, sql_size_fn fn, void *ctx) {
   e->size_ctx = ctx;
 }
 
+/* The engine's DuckDB settings, in cfg; path NULL: in memory. */
+static mr_status engine_config(const sql_engine_options *opts, const char *path, duckdb_config cfg,
+                               sql_error *err) {
+  /* no downloads, no extension autoloading: the engine is self-contained */
+  duckdb_set_config(cfg, "autoinstall_known_extensions", "false");
+  duckdb_set_config(cfg, "autoload_known_extensions", "false");
+  if (opts && opts->threads > 0) {
+    char n[16];
+    snprintf(n, sizeof n, "%d", opts->threads);
+    duckdb_set_config(cfg, "threads", n);
+  }
+  /* Prepared statements are kept and re-executed (sql_cache.h, Parse once
+   * / Execute many), but DuckDB bakes the table statistics of prepare time
+   * into the plan through these three: a statement prepared over an empty
+   * table would then answer "no rows" after rows arrive. Without them a
+   * plan depends on no data, only on the catalog (which DuckDB rebinds). */
+  if (duckdb_set_config(cfg, "disabled_optimizers", SQL_ENGINE_DISABLED_OPTIMIZERS) !=
+      DuckDBSuccess)
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                    "cannot disable DuckDB's statistics optimizers");
+  /* A transaction's snapshot is taken at its BEGIN, not at its first read
+   * of the catalog: the result cache (sql_rcache.h) may answer that read,
+   * and the snapshot must then still be the rows it answered from. */
+  if (duckdb_set_config(cfg, "immediate_transaction_mode", "true") != DuckDBSuccess)
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                    "cannot set DuckDB's immediate transaction mode");
+  if (opts && opts->memory_limit &&
+      duckdb_set_config(cfg, "memory_limit", opts->memory_limit) != DuckDBSuccess)
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_PARAMETER_VALUE,
+                    "invalid memory limit '%s' (use e.g. 512MB or 4GB)", opts->memory_limit);
+  /* In memory there is nothing to make durable: a checkpoint only re-packs
+   * each table's rows. DuckDB runs one inside the COMMIT whose estimated
+   * WAL crosses checkpoint_threshold (16 MB), so every few dozen commits one
+   * client's commit paid for a pass over every table of the engine, under
+   * moraine's commit lock: 54-114 ms at 1,000 DuckLake tables, 3.3 ms a
+   * commit on average. Without them the server's RSS was lower, not higher
+   * (BENCHMARK.md, 2026-12-07 night, last). A file-backed engine (export)
+   * keeps DuckDB's default. */
+  if (path == NULL && duckdb_set_config(cfg, "checkpoint_threshold",
+                                        SQL_ENGINE_MEMORY_CHECKPOINT_THRESHOLD) != DuckDBSuccess)
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
+                    "cannot set DuckDB's checkpoint threshold");
+  return MR_OK;
+}
+
 mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_error *err) {
   *out = NULL;
   sql_engine *e = calloc(1, sizeof *e);
@@ -243,61 +288,13 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
     free(e);
     return sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "cannot create DuckDB config");
   }
-  /* no downloads, no extension autoloading: the engine is self-contained */
-  duckdb_set_config(cfg, "autoinstall_known_extensions", "false");
-  duckdb_set_config(cfg, "autoload_known_extensions", "false");
-  if (opts && opts->threads > 0) {
-    char n[16];
-    snprintf(n, sizeof n, "%d", opts->threads);
-    duckdb_set_config(cfg, "threads", n);
-  }
-  /* Prepared statements are kept and re-executed (sql_cache.h, Parse once
-   * / Execute many), but DuckDB bakes the table statistics of prepare time
-   * into the plan through these three: a statement prepared over an empty
-   * table would then answer "no rows" after rows arrive. Without them a
-   * plan depends on no data, only on the catalog (which DuckDB rebinds). */
-  if (duckdb_set_config(cfg, "disabled_optimizers", SQL_ENGINE_DISABLED_OPTIMIZERS) !=
-      DuckDBSuccess) {
-    duckdb_destroy_config(&cfg);
-    free(e->version);
-    free(e);
-    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
-                    "cannot disable DuckDB's statistics optimizers");
-  }
-  /* A transaction's snapshot is taken at its BEGIN, not at its first read
-   * of the catalog: the result cache (sql_rcache.h) may answer that read,
-   * and the snapshot must then still be the rows it answered from. */
-  if (duckdb_set_config(cfg, "immediate_transaction_mode", "true") != DuckDBSuccess) {
-    duckdb_destroy_config(&cfg);
-    free(e->version);
-    free(e);
-    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
-                    "cannot set DuckDB's immediate transaction mode");
-  }
-  if (opts && opts->memory_limit &&
-      duckdb_set_config(cfg, "memory_limit", opts->memory_limit) != DuckDBSuccess) {
-    duckdb_destroy_config(&cfg);
-    free(e->version);
-    free(e);
-    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INVALID_PARAMETER_VALUE,
-                    "invalid memory limit '%s' (use e.g. 512MB or 4GB)", opts->memory_limit);
-  }
   const char *path = opts && opts->database_path ? opts->database_path : NULL;
-  /* In memory there is nothing to make durable: a checkpoint only re-packs
-   * each table's rows. DuckDB runs one inside the COMMIT whose estimated
-   * WAL crosses checkpoint_threshold (16 MB), so every few dozen commits one
-   * client's commit paid for a pass over every table of the engine, under
-   * moraine's commit lock: 54-114 ms at 1,000 DuckLake tables, 3.3 ms a
-   * commit on average. Without them the server's RSS was lower, not higher
-   * (BENCHMARK.md, 2026-12-07 night, last). A file-backed engine (export)
-   * keeps DuckDB's default. */
-  if (path == NULL && duckdb_set_config(cfg, "checkpoint_threshold",
-                                        SQL_ENGINE_MEMORY_CHECKPOINT_THRESHOLD) != DuckDBSuccess) {
+  rc = engine_config(opts, path, cfg, err);
+  if (rc) {
     duckdb_destroy_config(&cfg);
     free(e->version);
     free(e);
-    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_INTERNAL_ERROR,
-                    "cannot set DuckDB's checkpoint threshold");
+    return rc;
   }
   char *open_err = NULL;
   if (duckdb_open_ext(path, &e->db, cfg, &open_err) != DuckDBSuccess) {

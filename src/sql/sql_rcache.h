@@ -21,10 +21,11 @@
  * read would answer at that moment. Entries of an older generation are
  * dropped together at the first access under a newer one.
  *
- * Which reads may use it is the session's call (sql_copy.c): a statement
- * the planner found pure (sql_plan.h), in a session with no temporary
- * table and no change of its own, in a transaction whose snapshot is the
- * current generation.
+ * Which reads may use it is the session's call (sql_session_result_gen):
+ * a statement the planner found pure (sql_plan.h), in a session with no
+ * temporary table and no change of its own, in a transaction whose
+ * snapshot is the current generation, while the relation directory behind
+ * pg_class is current (sql_relcache.h).
  *
  * Bounds: at most SQL_RCACHE_SLOTS entries and `budget` bytes of results;
  * one result may take an eighth of the budget; the least recently used
