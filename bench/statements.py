@@ -11,6 +11,9 @@ commits it also prints the median of each commit phase.
 
     workloads
       commit      single-row INSERT commits on one table (a unit: one commit)
+      typed       the same on a table of DOUBLE, TIMESTAMP, DATE and DECIMAL
+                  columns too, whose inlined values the commit's load-back
+                  check casts (a unit: one commit)
       bulk        1000-row INSERT commits, each one Parquet file (a unit: one
                   commit)
       attach      a fresh DuckDB connection: ATTACH + SELECT count(*) (a unit:
@@ -56,13 +59,25 @@ def run(args, srv, folder):
     attach = srv.attach_sql(folder / "data")
     con = connect()
     con.execute(attach)
-    con.execute("CREATE TABLE lake.t (a INTEGER, b VARCHAR)")
+    typed = args.workload == "typed"
+    if typed:
+        con.execute("CREATE TABLE lake.t (a INTEGER, b VARCHAR, c DOUBLE, d TIMESTAMP, e DATE, "
+                    "f DECIMAL(18,3), g DOUBLE)")
+    else:
+        con.execute("CREATE TABLE lake.t (a INTEGER, b VARCHAR)")
+
+    def row(i, b):
+        if typed:
+            return (f"({i}, '{b}', {i}.25, TIMESTAMP '2026-12-08 10:00:00' + INTERVAL {i} SECOND, "
+                    f"DATE '2026-12-08' + {i % 300}, {i}.125, -{i}.5)")
+        return f"({i}, '{b}')"
+
     for i in range(20):  # warm-up: the server's statement caches, DuckLake's own
-        con.execute(f"INSERT INTO lake.t VALUES ({i}, 'warm')")
+        con.execute(f"INSERT INTO lake.t VALUES {row(i, 'warm')}")
     lat, notes = [], []
-    if args.workload == "commit":
+    if args.workload in ("commit", "typed"):
         srv.log_mark(MARK)
-        lat = [timed(lambda i=i: con.execute(f"INSERT INTO lake.t VALUES ({i}, 'x')"))
+        lat = [timed(lambda i=i: con.execute(f"INSERT INTO lake.t VALUES {row(i, 'x')}"))
                for i in range(args.n)]
         return args.n, lat, notes
     if args.workload == "bulk":
@@ -153,7 +168,7 @@ def report(log_path, units, lat, notes):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("workload", choices=["commit", "bulk", "attach", "timetravel", "writers"])
+    ap.add_argument("workload", choices=["commit", "typed", "bulk", "attach", "timetravel", "writers"])
     ap.add_argument("--n", type=int, default=200, help="units (per writer for writers)")
     ap.add_argument("--writers", type=int, default=16)
     ap.add_argument("--moraine-args", default="",

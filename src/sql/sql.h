@@ -233,6 +233,25 @@ mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) MR_MUS
  * must assume its SQL created or dropped tables). */
 mr_status sql_engine_exec_data(sql_engine *e, const char *sql, sql_error *err) MR_MUST_CHECK;
 
+/* One column of text to check: values[i * stride] for i < n, NULLs
+ * skipped; type as duckdb_columns() spells it. */
+typedef struct sql_cast_column {
+  const char *type;
+  const sql_value *values;
+  size_t stride, n;
+} sql_cast_column;
+
+/*
+ * Does every value cast from text to its column's type, by the VARCHAR
+ * cast the start-up load runs (sql_load.c)? MR_OK if so. If not,
+ * MR_ERR_INVALID with 22P02 and DuckDB's reason, and *bad is the index of
+ * the first column that fails on its own (ncols if none does alone). A
+ * value holding a NUL byte fails: the load's text cannot carry it. Changes
+ * no rows (the data generation stays); thread-safe (sql_castcheck.h).
+ */
+mr_status sql_engine_check_casts(sql_engine *e, size_t ncols, const sql_cast_column *cols,
+                                 size_t *bad, sql_error *err) MR_MUST_CHECK;
+
 /* Pre-load: appends nrows rows (values row-major, ncols per row, in table
  * column order, sql_value conventions above) to schema.table. */
 mr_status sql_engine_load_rows(sql_engine *e, const char *schema, const char *table, size_t ncols,

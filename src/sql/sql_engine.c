@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "sql/sql_castcheck.h"
 #include "sql/sql_internal.h"
 #include "sql/sql_pgcatalog.h"
 #include "sql/sql_state.h"
@@ -346,6 +347,8 @@ mr_status sql_engine_open(const sql_engine_options *opts, sql_engine **out, sql_
     rc = sql_exec(e->admin, e->search_path_sql, err);
   if (rc == MR_OK)
     rc = engine_lock_down(e->admin, err);
+  if (rc == MR_OK && (e->castcheck = sql_castcheck_new(e->db)) == NULL)
+    rc = sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "cannot set up the cast check");
   if (rc) {
     sql_engine_close(e);
     return rc;
@@ -384,6 +387,7 @@ void sql_engine_close(sql_engine *e) {
     duckdb_disconnect(&e->admin);
   if (e->relcache_con)
     duckdb_disconnect(&e->relcache_con);
+  sql_castcheck_free(e->castcheck);
   if (e->db)
     duckdb_close(&e->db);
   sql_relcache_free(e->relcache); /* after the database: its functions point here */
@@ -470,6 +474,11 @@ static mr_status admin_run(sql_engine *e, const char *sql, bool ddl, sql_error *
 
 mr_status sql_engine_exec_data(sql_engine *e, const char *sql, sql_error *err) {
   return admin_run(e, sql, false, err);
+}
+
+mr_status sql_engine_check_casts(sql_engine *e, size_t ncols, const sql_cast_column *cols,
+                                 size_t *bad, sql_error *err) {
+  return sql_castcheck_run(e->castcheck, ncols, cols, bad, err);
 }
 
 mr_status sql_engine_exec(sql_engine *e, const char *sql, sql_error *err) {

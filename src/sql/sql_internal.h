@@ -62,6 +62,7 @@ struct sql_engine {
   char *dbname;          /* DuckDB database holding the catalog tables */
   sql_relcache *relcache;         /* its tables, for pg_class / pg_attribute */
   duckdb_connection relcache_con; /* re-reads the relcache; under its refresh lock */
+  struct sql_castcheck *castcheck; /* the load-back cast check (sql_castcheck.h) */
   pthread_t warm_thread; /* sql_engine_warm's first read of the relcache */
   bool warm_started;
   char *search_path_sql; /* SET search_path = ... for every connection */
