@@ -42,7 +42,7 @@ import time
 
 from catalogs import Moraine, connect, tempdir
 
-LINE = re.compile(r"connection (\d+): (statement|sync|bind)(?: \('.'\))? took ([\d.]+) ms(?:: (.*))?$")
+LINE = re.compile(r"connection (\d+): (statement|sync|bind|settle)(?: \('.'\))? took ([\d.]+) ms(?:: (.*))?$")
 PHASES = re.compile(r"commit of (\d+) rows: lock wait ([\d.]+) ms, map ([\d.]+) ms, "
                     r"store write ([\d.]+) ms, engine commit ([\d.]+) ms, total ([\d.]+) ms")
 MARK = "=== statements.py: measured workload starts"

@@ -1080,6 +1080,17 @@ static void query_loop(conn *c) {
     else if (why != PG_CANCEL_NONE)
       pg_log(PG_LOG_INFO, "connection %u (%s, user \"%s\"): statement cancelled: %s", c->pid,
              c->a->peer, c->user, reason_text(why));
+    /* the answer is out: DuckDB's BEGIN or read-only COMMIT runs while the
+     * client reads it (sql_session_defer_ends) */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const char *settled = sql_session_settle(c->session);
+    if (settled && c->a->slow_statement_ms >= 0) {
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      ms = ms_between(&t0, &t1);
+      if (ms >= (double)c->a->slow_statement_ms)
+        pg_log(PG_LOG_INFO, "connection %u: settle took %.3f ms: DuckDB's %s after the answer",
+               c->pid, ms, settled);
+    }
     /* a ReadyForQuery 'I' just went out: between transactions */
     bool idle = (m.type == 'Q' || m.type == 'S') && sql_session_status(c->session) == 'I';
     pg_msg_free(&m);
@@ -1126,6 +1137,7 @@ static bool open_session(conn *c) {
   }
   sql_session_set_read_only_role(c->session, c->role == PG_ROLE_READ);
   sql_session_set_dealloc(c->session, dealloc_for_sql, c);
+  sql_session_defer_ends(c->session, true); /* query_loop settles after each answer */
   pg_registry_authenticated(c->reg, c->entry, c->session);
   return true;
 }

@@ -155,6 +155,11 @@ typedef struct sql_temp {
   bool on_commit_drop; /* dropped at the end of the transaction */
 } sql_temp;
 
+/* DuckDB work a transaction statement left for after its answer went out
+ * (sql_session_settle): an explicit BEGIN's DuckDB BEGIN, or a read-only
+ * transaction's DuckDB COMMIT. */
+typedef enum sql_deferred { SQL_DEFER_NONE, SQL_DEFER_BEGIN, SQL_DEFER_COMMIT } sql_deferred;
+
 /* The transaction statements a session keeps prepared (txn_ps). */
 typedef enum sql_txn_verb { SQL_TXN_BEGIN, SQL_TXN_COMMIT, SQL_TXN_ROLLBACK, SQL_TXN_VERBS } sql_txn_verb;
 
@@ -202,6 +207,8 @@ struct sql_session {
    * transaction and of the one before it */
   sql_read_set reads, prev_reads;
   bool refresher;       /* the engine's refresher runs this session */
+  bool defer_ends;      /* sql_session_defer_ends: its caller settles after each answer */
+  sql_deferred deferred; /* what is left to settle; only with defer_ends */
   uint64_t rcache_kept; /* answers this session put in the result cache */
 };
 

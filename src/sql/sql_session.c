@@ -299,6 +299,7 @@ static bool session_park(sql_session *s) {
   if (!room || s->con == NULL || s->temp_gen != 0 || s->ntemps != 0 || s->refresher)
     return false;
   sql_session_reset(s); /* transaction (and its capture), GUCs */
+  s->defer_ends = false;
   /* the client's statements go to the Parse cache, as at a Close */
   while (s->prepared)
     sql_prepared_free(s->prepared);
@@ -333,6 +334,8 @@ void sql_session_close(sql_session *s) {
 }
 
 static void session_destroy(sql_session *s) {
+  if (s->con)
+    sql_session_settle(s);
   if (s->status != 'I' && s->con)
     rollback_txn(s);
   s->closing = true;
@@ -384,16 +387,26 @@ static mr_status txn_exec(sql_session *s, sql_txn_verb v, sql_error *err) {
   return rc;
 }
 
-static mr_status begin_txn(sql_session *s, bool implicit, sql_error *err) {
+/* DuckDB's BEGIN: the transaction's snapshot, and what it began at. */
+static mr_status begin_engine_txn(sql_session *s, sql_error *err) {
   /* read before DuckDB's BEGIN: a commit landing in between only makes
    * this transaction's conflict check stricter, never looser */
   s->begin_seq = atomic_load(&s->e->commit_seq);
   s->begin_ddl_gen = atomic_load(&s->e->ddl_gen);
   s->begin_data_ok = sql_data_gen(s->e, &s->begin_data_gen);
+  return txn_exec(s, SQL_TXN_BEGIN, err);
+}
+
+/* defer: an explicit BEGIN whose DuckDB BEGIN may wait for the settle. */
+static mr_status begin_txn(sql_session *s, bool implicit, bool defer, sql_error *err) {
   s->txn_ddl = false;
-  mr_status rc = txn_exec(s, SQL_TXN_BEGIN, err);
-  if (rc)
-    return rc;
+  if (defer && s->defer_ends) {
+    s->deferred = SQL_DEFER_BEGIN;
+  } else {
+    mr_status rc = begin_engine_txn(s, err);
+    if (rc)
+      return rc;
+  }
   s->status = 'T';
   s->implicit = implicit;
   s->read_only = false;
@@ -445,6 +458,39 @@ static mr_status end_txn_exec(sql_session *s, sql_txn_verb v, sql_error *err) {
   s->no_cancel = false;
   pthread_mutex_unlock(&s->cancel_mu);
   return rc;
+}
+
+void sql_session_defer_ends(sql_session *s, bool on) {
+  sql_session_settle(s);
+  s->defer_ends = on;
+}
+
+const char *sql_session_settle(sql_session *s) {
+  sql_deferred d = s->deferred;
+  if (d == SQL_DEFER_NONE)
+    return NULL;
+  s->deferred = SQL_DEFER_NONE;
+  sql_error err;
+  memset(&err, 0, sizeof err);
+  if (d == SQL_DEFER_COMMIT) {
+    if (end_txn_exec(s, SQL_TXN_COMMIT, &err) != MR_OK) {
+      fprintf(stderr,
+              "moraine: warning: a read-only transaction's COMMIT failed, so it was rolled "
+              "back: %s\n",
+              err.base.msg);
+      if (end_txn_exec(s, SQL_TXN_ROLLBACK, &err)) {
+        /* DuckDB ended the transaction with the failed COMMIT */
+      }
+    }
+    return "COMMIT";
+  }
+  if (begin_engine_txn(s, &err) != MR_OK) {
+    fprintf(stderr,
+            "moraine: warning: a transaction's BEGIN failed; it is aborted until ROLLBACK: %s\n",
+            err.base.msg);
+    s->status = 'E';
+  }
+  return "BEGIN";
 }
 
 /* At a transaction's end: its reads become the previous transaction's,
@@ -510,7 +556,9 @@ static double ms_since(const struct timespec *t0) {
 static mr_status commit_txn(sql_session *s, sql_error *err) {
   sql_engine *e = s->e;
   mr_status rc = MR_OK;
-  if (s->cap.n == 0) {
+  if (s->cap.n == 0 && s->defer_ends && s->ntemps == 0 && !s->txn_ddl) {
+    s->deferred = SQL_DEFER_COMMIT; /* it changed nothing: its COMMIT cannot */
+  } else if (s->cap.n == 0) {
     rc = end_txn_exec(s, SQL_TXN_COMMIT, err);
   } else if (s->role_read_only || e->replica) {
     /* unreachable while every write statement is checked: never commit one */
@@ -1040,6 +1088,7 @@ static bool runs_in_autocommit(const sql_session *s, sql_kind kind) {
 static mr_status run_plan(sql_session *s, const sql_plan *pl, const sql_sink *sink,
                           sql_error *err) {
   mr_status rc = MR_OK;
+  sql_session_settle(s); /* a statement of the same string after BEGIN or COMMIT */
   if (s->status == 'E' && pl->kind != SQL_KIND_COMMIT && pl->kind != SQL_KIND_ROLLBACK)
     return sql_fail(err, MR_ERR_INVALID, SQLSTATE_IN_FAILED_SQL_TRANSACTION,
                     "current transaction is aborted, commands ignored until end of transaction "
@@ -1047,7 +1096,7 @@ static mr_status run_plan(sql_session *s, const sql_plan *pl, const sql_sink *si
   switch (pl->kind) {
   case SQL_KIND_BEGIN:
     if (s->status == 'I')
-      rc = begin_txn(s, false, err);
+      rc = begin_txn(s, false, true, err);
     else
       s->implicit = false; /* an implicit block becomes explicit */
     if (rc == MR_OK && pl->begin_read_only)
@@ -1093,7 +1142,7 @@ static mr_status run_plan(sql_session *s, const sql_plan *pl, const sql_sink *si
       return run_in_duckdb(s, pl, sink, err);
     bool autocommit = s->status == 'I';
     if (autocommit)
-      rc = begin_txn(s, true, err);
+      rc = begin_txn(s, true, false, err);
     if (rc == MR_OK)
       rc = run_in_duckdb(s, pl, sink, err);
     if (autocommit && s->status == 'T' && s->implicit) {
@@ -1159,6 +1208,7 @@ mr_status sql_session_simple_query(sql_session *s, const char *query, const sql_
                                    sql_error *err) {
   sql_plans *plans;
   bool owned;
+  sql_session_settle(s);
   mr_status rc = relations_current(s, err);
   if (rc == MR_OK)
     rc = plans_of(s, query, &plans, &owned, err);
@@ -1173,7 +1223,7 @@ mr_status sql_session_simple_query(sql_session *s, const char *query, const sql_
   if (rc == MR_OK && plans->n == 0)
     rc = SQL_SINK_CALL0(sink, empty_query) ? sql_fail_lost(err) : MR_OK;
   else if (rc == MR_OK && plans->n > 1 && s->status == 'I')
-    rc = begin_txn(s, true, err);
+    rc = begin_txn(s, true, false, err);
   for (size_t i = 0; rc == MR_OK && i < plans->n; i++)
     rc = run_plan(s, &plans->v[i], sink, err);
   if (rc)
@@ -1186,6 +1236,7 @@ mr_status sql_session_simple_query(sql_session *s, const char *query, const sql_
 }
 
 void sql_session_reset(sql_session *s) {
+  sql_session_settle(s);
   if (s->status != 'I')
     rollback_txn(s);
   guc_reset_all(s);
@@ -1275,6 +1326,7 @@ static void link_prepared(sql_session *s, sql_prepared *p) {
 mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_oids,
                               const uint32_t *param_oids, sql_prepared **out, sql_error *err) {
   *out = NULL;
+  sql_session_settle(s);
   uint64_t ddl_gen = atomic_load(&s->e->ddl_gen);
   char *key = parse_key(query, nparam_oids, param_oids);
   sql_prepared *kept =
@@ -1413,6 +1465,7 @@ size_t sql_prepared_nparams(const sql_prepared *p) {
 mr_status sql_prepared_describe(sql_session *s, sql_prepared *p, bool with_params, size_t nformats,
                                 const int16_t *result_formats, const sql_sink *sink,
                                 sql_error *err) {
+  sql_session_settle(s);
   if (with_params && SQL_SINK_CALL(sink, parameter_description, p->nparams, p->param_oids))
     return sql_fail_lost(err);
   if (p->kind == SQL_KIND_SHOW) {
@@ -1499,6 +1552,7 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
                                const int16_t *param_formats, size_t nformats,
                                const int16_t *result_formats, const sql_sink *sink,
                                sql_error *err) {
+  sql_session_settle(s);
   mr_status rc0 = relations_current(s, err);
   if (rc0)
     return rc0;
@@ -1543,7 +1597,7 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
   if (rc)
     return rc;
   if (s->status == 'I' && !runs_in_autocommit(s, p->kind)) {
-    rc = begin_txn(s, true, err); /* committed at Sync */
+    rc = begin_txn(s, true, false, err); /* committed at Sync */
     if (rc)
       return rc;
   }
@@ -1593,10 +1647,12 @@ mr_status sql_prepared_execute(sql_session *s, sql_prepared *p, size_t nparams,
 }
 
 void sql_session_error_at_sync(sql_session *s) {
+  sql_session_settle(s);
   after_error(s);
 }
 
 mr_status sql_session_sync(sql_session *s, sql_error *err) {
+  sql_session_settle(s);
   if (s->status == 'T' && s->implicit)
     return commit_txn(s, err);
   return MR_OK;

@@ -545,6 +545,72 @@ static void extended_reads_outside_a_block_open_none(void **state) {
   sql_prepared_free(ins);
 }
 
+/* sql_session_defer_ends: BEGIN and a read-only COMMIT are answered first
+ * and DuckDB's own run at the settle, or at the session's next call,
+ * whichever comes first. The snapshot is the settle's; a write's COMMIT is
+ * never deferred. */
+static void deferred_ends_keep_transactions_whole(void **state) {
+  fixture *f = *state;
+  PRELOAD(f, "CREATE TABLE public.ducklake_d (a INTEGER)");
+  sql_session *other;
+  sql_error err;
+  assert_int_equal(sql_session_open(f->e, "u", "lake", &other, &err), MR_OK);
+  const char *count = "SELECT count(*) FROM ducklake_d";
+  sql_session_defer_ends(f->s, true);
+  ASSERT_RUN(f, "BEGIN", "C BEGIN|");
+  assert_int_equal(sql_session_status(f->s), 'T');
+  /* committed after the answer, before the settle: in the snapshot */
+  ASSERT_RUN_ON(other, "INSERT INTO ducklake_d VALUES (1)", "C INSERT 0 1|");
+  assert_string_equal(sql_session_settle(f->s), "BEGIN");
+  assert_null(sql_session_settle(f->s));
+  ASSERT_RUN(f, count, "T count_star():20|D 1|C SELECT 1|");
+  /* committed after the settle: not in it */
+  ASSERT_RUN_ON(other, "INSERT INTO ducklake_d VALUES (2)", "C INSERT 0 1|");
+  ASSERT_RUN(f, count, "T count_star():20|D 1|C SELECT 1|");
+  ASSERT_RUN(f, "COMMIT", "C COMMIT|");
+  assert_int_equal(sql_session_status(f->s), 'I');
+  assert_string_equal(sql_session_settle(f->s), "COMMIT");
+  /* unsettled: the next call settles first, whatever it is, so the block
+   * keeps one snapshot */
+  ASSERT_RUN(f, "BEGIN", "C BEGIN|");
+  ASSERT_RUN(f, count, "T count_star():20|D 2|C SELECT 1|");
+  ASSERT_RUN_ON(other, "INSERT INTO ducklake_d VALUES (3)", "C INSERT 0 1|");
+  ASSERT_RUN(f, count, "T count_star():20|D 2|C SELECT 1|");
+  ASSERT_RUN(f, "COMMIT", "C COMMIT|");
+  ASSERT_RUN(f, "BEGIN; SELECT count(*) FROM ducklake_d; COMMIT; BEGIN; ROLLBACK",
+             "C BEGIN|T count_star():20|D 3|C SELECT 1|C COMMIT|C BEGIN|C ROLLBACK|");
+  sql_prepared *sel;
+  assert_int_equal(sql_session_prepare(f->s, count, 0, NULL, &sel, &err), MR_OK);
+  ASSERT_RUN(f, "BEGIN", "C BEGIN|");
+  char *got = execute(f, sel);
+  assert_string_equal(got, "D 3|C SELECT 1|");
+  free(got);
+  ASSERT_RUN_ON(other, "INSERT INTO ducklake_d VALUES (4)", "C INSERT 0 1|");
+  got = execute(f, sel);
+  assert_string_equal(got, "D 3|C SELECT 1|");
+  free(got);
+  ASSERT_RUN(f, "COMMIT", "C COMMIT|");
+  got = execute(f, sel);
+  assert_string_equal(got, "D 4|C SELECT 1|");
+  free(got);
+  sql_prepared_free(sel);
+  /* a write's COMMIT is durable and everyone's when it is answered */
+  ASSERT_RUN(f, "BEGIN", "C BEGIN|");
+  ASSERT_RUN(f, "INSERT INTO ducklake_d VALUES (5)", "C INSERT 0 1|");
+  ASSERT_RUN(f, "COMMIT", "C COMMIT|");
+  assert_null(sql_session_settle(f->s));
+  ASSERT_RUN_ON(other, count, "T count_star():20|D 5|C SELECT 1|");
+  /* an aborted block still rolls back; a session closes with a COMMIT
+   * left to settle (teardown) */
+  ASSERT_RUN(f, "BEGIN", "C BEGIN|");
+  got = run(f, "SELECT nope");
+  assert_non_null(strstr(got, "ERR 42703"));
+  free(got);
+  ASSERT_RUN(f, "COMMIT", "C ROLLBACK|");
+  ASSERT_RUN(f, "BEGIN; SELECT 1; COMMIT", "C BEGIN|T 1:23|D 1|C SELECT 1|C COMMIT|");
+  sql_session_close(other);
+}
+
 /* A closed session is kept for the next client with its statement caches
  * (sql_internal.h, engine->idle), and with nothing else of its client's:
  * no transaction or its writes, GUC, role, user or client statement; a
@@ -953,6 +1019,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(capture_and_hooks, setup, teardown),
       cmocka_unit_test_setup_teardown(captured_text_is_the_engines_cast, setup, teardown),
       cmocka_unit_test_setup_teardown(transaction_states, setup, teardown),
+      cmocka_unit_test_setup_teardown(deferred_ends_keep_transactions_whole, setup, teardown),
       cmocka_unit_test_setup_teardown(extended_reads_outside_a_block_open_none, setup, teardown),
       cmocka_unit_test_setup_teardown(deallocate_and_discard_reach_the_protocol_layer, setup,
                                       teardown),
