@@ -159,12 +159,16 @@ static mr_status check_together(sql_castcheck *cc, size_t ncols, const sql_cast_
   for (size_t i = 0; !rc && i < ncols; i++)
     if ((rc = bind_column(cc, s->ps, i, &cols[i], err)) != MR_OK)
       *bad_bind = i;
-  if (rc)
+  if (rc) {
+    if (s)
+      duckdb_clear_bindings(s->ps);
     return rc;
+  }
   duckdb_result r;
   if (duckdb_execute_prepared(s->ps, &r) != DuckDBSuccess)
     rc = fail_cast(err, duckdb_result_error(&r));
   duckdb_destroy_result(&r);
+  duckdb_clear_bindings(s->ps); /* a big commit's lists are not kept until the next check */
   return rc;
 }
 

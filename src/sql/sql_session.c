@@ -387,14 +387,18 @@ static mr_status txn_exec(sql_session *s, sql_txn_verb v, sql_error *err) {
   return rc;
 }
 
-/* DuckDB's BEGIN: the transaction's snapshot, and what it began at. */
-static mr_status begin_engine_txn(sql_session *s, sql_error *err) {
+static mr_status end_txn_exec(sql_session *s, sql_txn_verb v, sql_error *err);
+
+/* DuckDB's BEGIN: the transaction's snapshot, and what it began at.
+ * `whole`: no cancel may cut it short (a settle's: its client has been
+ * told the BEGIN succeeded). */
+static mr_status begin_engine_txn(sql_session *s, bool whole, sql_error *err) {
   /* read before DuckDB's BEGIN: a commit landing in between only makes
    * this transaction's conflict check stricter, never looser */
   s->begin_seq = atomic_load(&s->e->commit_seq);
   s->begin_ddl_gen = atomic_load(&s->e->ddl_gen);
   s->begin_data_ok = sql_data_gen(s->e, &s->begin_data_gen);
-  return txn_exec(s, SQL_TXN_BEGIN, err);
+  return whole ? end_txn_exec(s, SQL_TXN_BEGIN, err) : txn_exec(s, SQL_TXN_BEGIN, err);
 }
 
 /* defer: an explicit BEGIN whose DuckDB BEGIN may wait for the settle. */
@@ -403,7 +407,7 @@ static mr_status begin_txn(sql_session *s, bool implicit, bool defer, sql_error 
   if (defer && s->defer_ends) {
     s->deferred = SQL_DEFER_BEGIN;
   } else {
-    mr_status rc = begin_engine_txn(s, err);
+    mr_status rc = begin_engine_txn(s, false, err);
     if (rc)
       return rc;
   }
@@ -447,8 +451,9 @@ static void ddl_settled(sql_session *s, bool committed) {
   s->txn_ddl = false;
 }
 
-/* Runs a transaction end (COMMIT / ROLLBACK) that a cancel must not cut
- * short: the store may already hold the commit DuckDB is finishing. */
+/* Runs a transaction statement a cancel must not cut short: a COMMIT or
+ * ROLLBACK (the store may already hold the commit DuckDB is finishing), or
+ * a settle's BEGIN (sql_session_settle). */
 static mr_status end_txn_exec(sql_session *s, sql_txn_verb v, sql_error *err) {
   pthread_mutex_lock(&s->cancel_mu);
   s->no_cancel = true;
@@ -484,7 +489,7 @@ const char *sql_session_settle(sql_session *s) {
     }
     return "COMMIT";
   }
-  if (begin_engine_txn(s, &err) != MR_OK) {
+  if (begin_engine_txn(s, true, &err) != MR_OK) {
     fprintf(stderr,
             "moraine: warning: a transaction's BEGIN failed; it is aborted until ROLLBACK: %s\n",
             err.base.msg);
