@@ -26,11 +26,14 @@
   X("select", SELECT_STMT,                                                                         \
     "SELECT / VALUES / UNION over admitted relations and functions; no SELECT INTO")               \
   X("insert", INSERT_STMT,                                                                         \
-    "INSERT into a catalog or temporary table, VALUES or SELECT, optional RETURNING, WITH")        \
+    "INSERT into a catalog or temporary table, VALUES or SELECT, WITH; RETURNING on a temporary "  \
+    "table only")                                                                                  \
   X("update", UPDATE_STMT,                                                                         \
-    "UPDATE of a catalog or temporary table, optional FROM, RETURNING, WITH")                      \
+    "UPDATE of a catalog or temporary table, optional FROM, WITH; RETURNING on a temporary table " \
+    "only")                                                                                        \
   X("delete", DELETE_STMT,                                                                         \
-    "DELETE from a catalog or temporary table, optional USING, RETURNING, WITH")                   \
+    "DELETE from a catalog or temporary table, optional USING, WITH; RETURNING on a temporary "    \
+    "table only")                                                                                  \
   X("copy_out", COPY_STMT, "COPY (SELECT ...) TO STDOUT, text, csv or binary")                     \
   X("copy_in", COPY_STMT, "COPY catalog-or-temporary-table [(columns)] FROM STDIN")                \
   X("create_schema", CREATE_SCHEMA_STMT,                                                           \

@@ -215,6 +215,19 @@ static bool target_is_temp(sql_session *s, const sql_dml_target *d) {
   return session_is_temp(s, d->table);
 }
 
+/* A client's own RETURNING only where nothing is captured: on a catalog
+ * table its change would be served, never reach the store (the capture
+ * needs the statement's RETURNING for itself), and be gone after the next
+ * start. */
+static mr_status returning_refused(sql_session *s, const sql_dml_target *d, sql_error *err) {
+  if (!d->has_returning || target_is_temp(s, d))
+    return MR_OK;
+  return sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
+                  "RETURNING is supported on temporary tables only: moraine could not keep this "
+                  "change to \"%s\" in its store; send the statement without RETURNING",
+                  d->table);
+}
+
 /* ---- sessions ----------------------------------------------------------- */
 
 void sql_session_set_dealloc(sql_session *s, sql_dealloc_fn fn, void *ctx) {
@@ -957,6 +970,11 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
     return rc;
   }
   const sql_dml_target *d = &pl->dml; /* SQL_KIND_DML from here */
+  rc = returning_refused(s, d, err);
+  if (rc) {
+    free(sql);
+    return rc;
+  }
   if (!d->has_returning) {
     uint64_t n = 0;
     rc = sql_run_dml(s, sql, d, &n, err);
@@ -964,8 +982,8 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
     free(sql);
     return rc ? rc : complete(sink, tag, err);
   }
-  /* the client's own RETURNING: its rows go to the client; the change
-   * is captured from them as far as they go (see docs/pgwire.md) */
+  /* the client's own RETURNING, on a temporary table: its rows go to the
+   * client, and there is nothing to capture */
   duckdb_result r;
   if (duckdb_query(s->con, sql, &r) != DuckDBSuccess) {
     rc = sql_fail_duckdb(err, duckdb_result_error(&r));
@@ -1377,7 +1395,9 @@ mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_o
     p->kind = pl->kind;
     if (p->kind == SQL_KIND_OTHER || p->kind == SQL_KIND_DML) {
       char *sql = NULL;
-      rc = sql_rewrite(pl->text, &sql, err);
+      rc = p->kind == SQL_KIND_DML ? returning_refused(s, &pl->dml, err) : MR_OK;
+      if (rc == MR_OK)
+        rc = sql_rewrite(pl->text, &sql, err);
       if (rc == MR_OK && p->kind == SQL_KIND_DML && !pl->dml.has_returning &&
           !target_is_temp(s, &pl->dml)) {
         char *full = with_returning(s, sql, &pl->dml, err);

@@ -88,6 +88,7 @@ ATTACKS = [
     ("CREATE TEMP TABLE ducklake_snapshot (a INTEGER)", "42501"),
     ("SELECT 1 INTO ducklake_x", "42501"),
     ("WITH d AS (DELETE FROM ducklake_snapshot RETURNING *) SELECT * FROM d", "0A000"),
+    ("DELETE FROM ducklake_snapshot RETURNING *", "0A000"),  # would run uncaptured
     ("MERGE INTO ducklake_tag t USING ducklake_tag s ON true WHEN MATCHED THEN DELETE", "42501"),
     ("GRANT ALL ON ducklake_snapshot TO public", "42501"),
     ("CHECKPOINT", "0A000"),
@@ -201,5 +202,33 @@ def test_ducklake_still_works_and_the_store_still_loads(victim):
     again = Server("--store", f"file://{store}")
     try:
         assert ducklake_roundtrip(again, data, 3) == [(1,), (2,), (3,)]
+    finally:
+        assert again.stop() == 0
+
+
+def test_a_change_with_returning_is_refused_not_served_then_lost(victim):
+    """A client's own RETURNING on a catalog table used to run without being
+    captured: served at once, gone after a restart. It is refused (0A000) by
+    both protocols, and readers see the same catalog before and after one."""
+    server, _, _, store = victim
+    data = store.parent / "data"
+    assert ducklake_roundtrip(server, data, 1) == [(1,)]
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        rename = ("UPDATE ducklake_table SET table_name = 'renamed' WHERE table_name = 't' "
+                  "RETURNING table_name")
+        assert run_attack(conn, rename)[0] == "0A000"
+        with conn.cursor() as cur:  # a parameter: the extended protocol
+            with pytest.raises(psycopg.errors.FeatureNotSupported):
+                cur.execute("DELETE FROM ducklake_table WHERE table_name = %s RETURNING table_id",
+                            ["t"])
+        before = conn.execute("SELECT table_id, table_name FROM ducklake_table ORDER BY 1").fetchall()
+    assert [name for _, name in before] == ["t"]
+    server.stop()
+    again = Server("--store", f"file://{store}")
+    try:
+        with psycopg.connect(again.dsn(), autocommit=True) as conn:
+            after = conn.execute("SELECT table_id, table_name FROM ducklake_table ORDER BY 1")
+            assert after.fetchall() == before
+        assert ducklake_roundtrip(again, data, 2) == [(1,), (2,)]
     finally:
         assert again.stop() == 0

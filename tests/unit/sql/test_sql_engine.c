@@ -545,6 +545,38 @@ static void extended_reads_outside_a_block_open_none(void **state) {
   sql_prepared_free(ins);
 }
 
+/* A client's own RETURNING on a catalog table is refused (0A000) and
+ * changes nothing, by the simple and the extended protocol: the capture
+ * needs the statement's RETURNING, and an uncaptured change would be served
+ * and then lost at the next start. On a temporary table it runs. */
+static void returning_is_refused_on_catalog_tables(void **state) {
+  fixture *f = *state;
+  PRELOAD(f, "CREATE TABLE public.ducklake_r (a INTEGER)");
+  PRELOAD(f, "INSERT INTO public.ducklake_r VALUES (1)");
+  static const char *const writes[] = {
+      "INSERT INTO ducklake_r VALUES (2) RETURNING a",
+      "UPDATE ducklake_r SET a = 3 RETURNING a",
+      "DELETE FROM public.ducklake_r RETURNING *",
+  };
+  for (size_t i = 0; i < sizeof writes / sizeof writes[0]; i++) {
+    char *got = run(f, writes[i]);
+    if (strncmp(got, "ERR 0A000", 9) != 0)
+      fail_msg("%s: %s", writes[i], got);
+    free(got);
+    sql_prepared *p = NULL;
+    sql_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(sql_session_prepare(f->s, writes[i], 0, NULL, &p, &err), MR_ERR_INVALID);
+    assert_string_equal(err.sqlstate, "0A000");
+    assert_null(p);
+  }
+  ASSERT_RUN(f, "SELECT a FROM ducklake_r", "T a:23|D 1|C SELECT 1|");
+  assert_int_equal(sql_session_status(f->s), 'I');
+  ASSERT_RUN(f, "CREATE TEMP TABLE scratch (a INTEGER)", "C CREATE TABLE|");
+  ASSERT_RUN(f, "INSERT INTO scratch VALUES (7) RETURNING a", "T a:23|D 7|C INSERT 0 1|");
+  ASSERT_RUN(f, "DELETE FROM temp.scratch RETURNING a", "T a:23|D 7|C DELETE 1|");
+}
+
 /* sql_session_defer_ends: BEGIN and a read-only COMMIT are answered first
  * and DuckDB's own run at the settle, or at the session's next call,
  * whichever comes first. The snapshot is the settle's; a write's COMMIT is
@@ -1020,6 +1052,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(captured_text_is_the_engines_cast, setup, teardown),
       cmocka_unit_test_setup_teardown(transaction_states, setup, teardown),
       cmocka_unit_test_setup_teardown(deferred_ends_keep_transactions_whole, setup, teardown),
+      cmocka_unit_test_setup_teardown(returning_is_refused_on_catalog_tables, setup, teardown),
       cmocka_unit_test_setup_teardown(extended_reads_outside_a_block_open_none, setup, teardown),
       cmocka_unit_test_setup_teardown(deallocate_and_discard_reach_the_protocol_layer, setup,
                                       teardown),
