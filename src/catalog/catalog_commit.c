@@ -945,6 +945,52 @@ static bool catalog_known_table(void *ctx, const char *table) {
   return catalog_table_find(table) != NULL;
 }
 
+/* Is `column` one of `kind`'s key components? */
+static bool key_component(mr_key_kind kind, const char *column) {
+  const mr_key_kind_info *ki = mr_key_kind_get(kind);
+  for (unsigned i = 0; ki && i < ki->ncomp; i++)
+    if (strcmp(ki->comp[i], column) == 0)
+      return true;
+  return false;
+}
+
+/*
+ * What an UPDATE may assign (sql_commit_hooks.may_update): never a column
+ * that identifies the row in the store, since the capture brings only the
+ * new row and do_batch would store it beside the old one. Records and
+ * versioned entities are found by their key components; inlined rows by
+ * row_id and begin_snapshot (table and version are in the table's name);
+ * child and tag rows by every field but end_snapshot, options by every
+ * field but value. Snapshots, inlined deletes and the inlined tables'
+ * directory (whose table_name follows from its key) are never updated.
+ */
+static bool catalog_may_update(void *ctx, const char *table, const char *column) {
+  int64_t tid, ver;
+  if (cat_inline_data_name(table, &tid, &ver))
+    return strcmp(column, "row_id") != 0 && strcmp(column, "begin_snapshot") != 0;
+  if (cat_inline_delete_name(table, &tid))
+    return false;
+  const catalog_table *tb = catalog_table_find(table);
+  if (tb == NULL)
+    return true; /* not persisted */
+  switch (tb->role) {
+  case CAT_SNAPSHOT:
+  case CAT_SNAPSHOT_CHANGES:
+  case CAT_INLINE_TABLES:
+    return false;
+  case CAT_CHILD:
+  case CAT_TAG:
+    return strcmp(column, "end_snapshot") == 0;
+  case CAT_OPTION:
+    return strcmp(column, "value") == 0;
+  case CAT_ENTITY:
+  case CAT_RECORD:
+  case CAT_SCHEMA_VERSION:
+    return !key_component(tb->kind, column);
+  }
+  return false;
+}
+
 static void catalog_finished(void *ctx, const sql_changes *changes, bool committed) {
   catalog *c = ctx;
   if (!committed) {
@@ -990,7 +1036,8 @@ static mr_status catalog_size(void *ctx, uint64_t *bytes, mr_error *err) {
 }
 
 void catalog_hooks(catalog *c, sql_commit_hooks *out) {
-  sql_commit_hooks h = {c, catalog_prepare, catalog_finished, catalog_known_table};
+  sql_commit_hooks h = {c, catalog_prepare, catalog_finished, catalog_known_table,
+                        catalog_may_update};
   *out = h;
 }
 

@@ -535,6 +535,13 @@ static bool route_known_table(void *ctx, const char *table) {
   return e->known.known_table && e->known.known_table(e->known.ctx, table);
 }
 
+/* Which columns identify a stored row is the same in every metadata
+ * schema: the first catalog's answer is everyone's. */
+static bool route_may_update(void *ctx, const char *table, const char *column) {
+  cat_entry *e = ctx;
+  return !e->known.may_update || e->known.may_update(e->known.ctx, table, column);
+}
+
 /* Opens e's engine and every metadata schema's store and catalog (outside
  * the lock). */
 static mr_status entry_load(cat_registry *r, cat_entry *e, bool must_exist, sql_error *err) {
@@ -569,7 +576,7 @@ static mr_status entry_load(cat_registry *r, cat_entry *e, bool must_exist, sql_
   }
   catalog_install_hooks(e->schemas[0].cat); /* pg_database_size: public's store */
   e->known = e->schemas[0].hooks;
-  sql_commit_hooks route = {e, route_prepare, route_finished, route_known_table};
+  sql_commit_hooks route = {e, route_prepare, route_finished, route_known_table, route_may_update};
   sql_engine_set_commit_hooks(e->engine, &route);
   sql_engine_set_history_fn(e->engine, route_history, e);
   sql_engine_warm(e->engine);

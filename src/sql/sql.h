@@ -153,6 +153,11 @@ typedef struct sql_commit_hooks {
   /* Is `table` one of DuckLake's spec tables the store keeps? A client may
    * create only those (and inlined tables); without this hook, none. */
   bool (*known_table)(void *ctx, const char *table);
+  /* Optional. May a client's UPDATE assign `column` of catalog table
+   * `table`? No for a column that identifies the row in the store: the
+   * capture sees only the new row, so a changed key would be stored as a
+   * second row. Without this hook, every column may be assigned. */
+  bool (*may_update)(void *ctx, const char *table, const char *column);
 } sql_commit_hooks;
 
 /* ---- engine ----------------------------------------------------------- */

@@ -750,7 +750,7 @@ mr_status sql_copy_in(sql_session *s, const sql_copy_stmt *c, const sql_sink *si
     else
       sql_strbuf_addf(&ins, "INSERT INTO %s SELECT * FROM temp.main.__moraine_copy_stage", qname);
     char *insert = sql_strbuf_take(&ins);
-    sql_dml_target d = {(char *)schema, c->table, SQL_CHANGE_INSERT, false};
+    sql_dml_target d = {.schema = (char *)schema, .table = c->table, .op = SQL_CHANGE_INSERT};
     rc = insert ? sql_run_dml(s, insert, &d, nrows, err)
                 : sql_fail(err, MR_ERR_NOMEM, SQLSTATE_OUT_OF_MEMORY, "out of memory");
     free(insert);

@@ -412,6 +412,9 @@ mr_status sql_lex_dml_target(const char *sql, const sql_toks *t, sql_dml_target 
 void sql_dml_target_free(sql_dml_target *d) {
   free(d->schema);
   free(d->table);
+  for (size_t i = 0; i < d->nset_cols; i++)
+    free(d->set_cols[i]);
+  free(d->set_cols);
   memset(d, 0, sizeof *d);
 }
 

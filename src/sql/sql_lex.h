@@ -86,6 +86,8 @@ typedef struct sql_dml_target {
   char *table;
   int op; /* SQL_CHANGE_INSERT / _UPDATE / _DELETE */
   bool has_returning;
+  char **set_cols; /* an UPDATE's assigned columns (planner only; else NULL) */
+  size_t nset_cols;
 } sql_dml_target;
 mr_status sql_lex_dml_target(const char *sql, const sql_toks *t, sql_dml_target *out,
                              sql_error *err) MR_MUST_CHECK;

@@ -220,6 +220,25 @@ static mr_status plan_dml(planner *p, const PgQuery__RangeVar *target, int op, s
   return MR_OK;
 }
 
+/* The columns an UPDATE assigns (SET a = .., (b, c) = ..), for the
+ * session's check against the columns that identify a stored row. */
+static mr_status plan_set_cols(planner *p, const PgQuery__UpdateStmt *u, sql_plan *pl) {
+  if (u->n_target_list == 0)
+    return MR_OK;
+  pl->dml.set_cols = calloc(u->n_target_list, sizeof *pl->dml.set_cols);
+  if (pl->dml.set_cols == NULL)
+    return nomem(p->err);
+  for (size_t i = 0; i < u->n_target_list; i++) {
+    const PgQuery__Node *t = u->target_list[i];
+    const char *name = t->node_case == PG_QUERY__NODE__NODE_RES_TARGET ? t->res_target->name : NULL;
+    if (name == NULL || name[0] == '\0')
+      return refuse(p, "an UPDATE assignment without a column name");
+    if ((pl->dml.set_cols[pl->dml.nset_cols++] = sql_strdup(name)) == NULL)
+      return nomem(p->err);
+  }
+  return MR_OK;
+}
+
 static mr_status plan_copy(planner *p, const PgQuery__CopyStmt *c, sql_plan *pl) {
   if (c->is_program || str_or_null(c->filename))
     return refuse(p, "COPY to or from a file or program");
@@ -484,6 +503,8 @@ static mr_status plan_node(planner *p, const PgQuery__Node *n, sql_plan *pl) {
     pl->shape = "update";
     rc = plan_dml(p, n->update_stmt->relation, SQL_CHANGE_UPDATE, n->update_stmt->n_returning_list,
                   pl);
+    if (rc == MR_OK)
+      rc = plan_set_cols(p, n->update_stmt, pl);
     return rc ? rc : check_tree(p, &n->update_stmt->base);
   case PG_QUERY__NODE__NODE_DELETE_STMT:
     pl->shape = "delete";

@@ -215,17 +215,31 @@ static bool target_is_temp(sql_session *s, const sql_dml_target *d) {
   return session_is_temp(s, d->table);
 }
 
-/* A client's own RETURNING only where nothing is captured: on a catalog
- * table its change would be served, never reach the store (the capture
- * needs the statement's RETURNING for itself), and be gone after the next
- * start. */
-static mr_status returning_refused(sql_session *s, const sql_dml_target *d, sql_error *err) {
-  if (!d->has_returning || target_is_temp(s, d))
+/*
+ * A DML on a catalog table that the capture could not carry to the store
+ * whole: its change would be served, then be gone (or doubled) after the
+ * next start. Two shapes: the client's own RETURNING (the capture needs the
+ * statement's RETURNING for itself), and an UPDATE assigning a column that
+ * identifies the row in the store (the capture sees only the new row, so
+ * the old one would stay: may_update hook). Temporary tables capture
+ * nothing and take both.
+ */
+static mr_status dml_refused(sql_session *s, const sql_dml_target *d, sql_error *err) {
+  if (target_is_temp(s, d))
     return MR_OK;
-  return sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
-                  "RETURNING is supported on temporary tables only: moraine could not keep this "
-                  "change to \"%s\" in its store; send the statement without RETURNING",
-                  d->table);
+  if (d->has_returning)
+    return sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
+                    "RETURNING is supported on temporary tables only: moraine could not keep "
+                    "this change to \"%s\" in its store; send the statement without RETURNING",
+                    d->table);
+  const sql_commit_hooks *h = &s->e->hooks;
+  for (size_t i = 0; s->e->has_hooks && h->may_update && i < d->nset_cols; i++)
+    if (!h->may_update(h->ctx, d->table, d->set_cols[i]))
+      return sql_fail(err, MR_ERR_INVALID, SQLSTATE_FEATURE_NOT_SUPPORTED,
+                      "UPDATE of %s.%s is not supported: the column identifies the row in "
+                      "moraine's store; delete the row and insert the new one instead",
+                      d->table, d->set_cols[i]);
+  return MR_OK;
 }
 
 /* ---- sessions ----------------------------------------------------------- */
@@ -970,7 +984,7 @@ static mr_status run_in_duckdb(sql_session *s, const sql_plan *pl, const sql_sin
     return rc;
   }
   const sql_dml_target *d = &pl->dml; /* SQL_KIND_DML from here */
-  rc = returning_refused(s, d, err);
+  rc = dml_refused(s, d, err);
   if (rc) {
     free(sql);
     return rc;
@@ -1395,7 +1409,7 @@ mr_status sql_session_prepare(sql_session *s, const char *query, size_t nparam_o
     p->kind = pl->kind;
     if (p->kind == SQL_KIND_OTHER || p->kind == SQL_KIND_DML) {
       char *sql = NULL;
-      rc = p->kind == SQL_KIND_DML ? returning_refused(s, &pl->dml, err) : MR_OK;
+      rc = p->kind == SQL_KIND_DML ? dml_refused(s, &pl->dml, err) : MR_OK;
       if (rc == MR_OK)
         rc = sql_rewrite(pl->text, &sql, err);
       if (rc == MR_OK && p->kind == SQL_KIND_DML && !pl->dml.has_returning &&

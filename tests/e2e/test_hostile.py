@@ -89,6 +89,7 @@ ATTACKS = [
     ("SELECT 1 INTO ducklake_x", "42501"),
     ("WITH d AS (DELETE FROM ducklake_snapshot RETURNING *) SELECT * FROM d", "0A000"),
     ("DELETE FROM ducklake_snapshot RETURNING *", "0A000"),  # would run uncaptured
+    ("UPDATE ducklake_snapshot SET snapshot_id = snapshot_id + 1000", "0A000"),  # a stored key
     ("MERGE INTO ducklake_tag t USING ducklake_tag s ON true WHEN MATCHED THEN DELETE", "42501"),
     ("GRANT ALL ON ducklake_snapshot TO public", "42501"),
     ("CHECKPOINT", "0A000"),
@@ -206,29 +207,37 @@ def test_ducklake_still_works_and_the_store_still_loads(victim):
         assert again.stop() == 0
 
 
-def test_a_change_with_returning_is_refused_not_served_then_lost(victim):
-    """A client's own RETURNING on a catalog table used to run without being
-    captured: served at once, gone after a restart. It is refused (0A000) by
-    both protocols, and readers see the same catalog before and after one."""
+def test_changes_the_store_could_not_keep_are_refused(victim):
+    """Two shapes of DML used to run on catalog tables without reaching the
+    store whole: a client's own RETURNING (not captured at all) and an UPDATE
+    of a column that identifies the stored row (the old row stayed beside the
+    new one). Both were served at once and differed after a restart. Both are
+    refused (0A000) by both protocols, and readers see the same catalog
+    before and after a restart."""
     server, _, _, store = victim
     data = store.parent / "data"
     assert ducklake_roundtrip(server, data, 1) == [(1,)]
+    catalog = {"tables": "SELECT table_id, table_name FROM ducklake_table ORDER BY 1",
+               "stats": "SELECT table_id, record_count FROM ducklake_table_stats ORDER BY 1"}
     with psycopg.connect(server.dsn(), autocommit=True) as conn:
-        rename = ("UPDATE ducklake_table SET table_name = 'renamed' WHERE table_name = 't' "
-                  "RETURNING table_name")
-        assert run_attack(conn, rename)[0] == "0A000"
+        for sql in ["UPDATE ducklake_table SET table_name = 'renamed' WHERE table_name = 't' "
+                    "RETURNING table_name",
+                    "UPDATE ducklake_table SET table_id = 99 WHERE table_name = 't'",
+                    "UPDATE ducklake_table_stats SET table_id = 77"]:
+            assert run_attack(conn, sql)[0] == "0A000", sql
         with conn.cursor() as cur:  # a parameter: the extended protocol
             with pytest.raises(psycopg.errors.FeatureNotSupported):
                 cur.execute("DELETE FROM ducklake_table WHERE table_name = %s RETURNING table_id",
                             ["t"])
-        before = conn.execute("SELECT table_id, table_name FROM ducklake_table ORDER BY 1").fetchall()
-    assert [name for _, name in before] == ["t"]
+            with pytest.raises(psycopg.errors.FeatureNotSupported):
+                cur.execute("UPDATE ducklake_table SET table_id = %s", [98])
+        before = {k: conn.execute(q).fetchall() for k, q in catalog.items()}
+    assert [name for _, name in before["tables"]] == ["t"]
     server.stop()
     again = Server("--store", f"file://{store}")
     try:
         with psycopg.connect(again.dsn(), autocommit=True) as conn:
-            after = conn.execute("SELECT table_id, table_name FROM ducklake_table ORDER BY 1")
-            assert after.fetchall() == before
+            assert {k: conn.execute(q).fetchall() for k, q in catalog.items()} == before
         assert ducklake_roundtrip(again, data, 2) == [(1,), (2,)]
     finally:
         assert again.stop() == 0

@@ -197,6 +197,75 @@ static void test_inline_row_versions_have_distinct_keys(void **state) {
   mr_value_free(&m->base);
 }
 
+/* sql_commit_hooks.may_update: an UPDATE may assign what DuckLake's own
+ * UPDATEs assign, and never a column that identifies the stored row (the
+ * capture brings only the new row, so the old one would stay). */
+static void test_updates_never_assign_a_stored_key(void **state) {
+  (void)state;
+  catalog *c;
+  mr_error e;
+  assert_int_equal(catalog_open(NULL, NULL, &c, &e), MR_OK);
+  sql_commit_hooks h;
+  catalog_hooks(c, &h);
+  assert_non_null(h.may_update);
+  static const char *const ducklake_sets[][2] = {
+      {"ducklake_table_stats", "record_count"},
+      {"ducklake_table_stats", "file_size_bytes"},
+      {"ducklake_table_stats", "next_row_id"},
+      {"ducklake_table_column_stats", "min_value"},
+      {"ducklake_table_column_stats", "contains_null"},
+      {"ducklake_data_file", "end_snapshot"},
+      {"ducklake_data_file", "begin_snapshot"},
+      {"ducklake_data_file", "partial_max"},
+      {"ducklake_delete_file", "end_snapshot"},
+      {"ducklake_column", "end_snapshot"},
+      {"ducklake_column", "default_value_type"},
+      {"ducklake_column_tag", "end_snapshot"},
+      {"ducklake_tag", "end_snapshot"},
+      {"ducklake_partition_info", "end_snapshot"},
+      {"ducklake_sort_info", "end_snapshot"},
+      {"ducklake_table", "end_snapshot"},
+      {"ducklake_schema", "end_snapshot"},
+      {"ducklake_metadata", "value"},
+      {"ducklake_inlined_data_3_1", "end_snapshot"},
+      {"ducklake_inlined_data_3_1", "v"},
+  };
+  for (size_t i = 0; i < sizeof ducklake_sets / sizeof ducklake_sets[0]; i++)
+    if (!h.may_update(h.ctx, ducklake_sets[i][0], ducklake_sets[i][1]))
+      fail_msg("DuckLake's UPDATE of %s.%s refused", ducklake_sets[i][0], ducklake_sets[i][1]);
+  static const char *const identities[][2] = {
+      {"ducklake_tag", "key"},
+      {"ducklake_tag", "value"},
+      {"ducklake_metadata", "key"},
+      {"ducklake_metadata", "scope"},
+      {"ducklake_snapshot", "schema_version"},
+      {"ducklake_snapshot_changes", "changes_made"},
+      {"ducklake_inlined_data_3_1", "row_id"},
+      {"ducklake_inlined_data_3_1", "begin_snapshot"},
+      {"ducklake_inlined_delete_3", "row_id"},
+      {"ducklake_column_tag", "value"},
+      {"ducklake_inlined_data_tables", "table_name"},
+  };
+  for (size_t i = 0; i < sizeof identities / sizeof identities[0]; i++)
+    if (h.may_update(h.ctx, identities[i][0], identities[i][1]))
+      fail_msg("UPDATE of %s.%s admitted", identities[i][0], identities[i][1]);
+  /* every key component of every record and entity table, from the key table */
+  size_t keys = 0;
+  for (size_t i = 0; i < catalog_table_count(); i++) {
+    const catalog_table *t = catalog_table_at(i);
+    if (t->role != CAT_ENTITY && t->role != CAT_RECORD)
+      continue;
+    for (size_t j = 0; j < t->ncols; j++)
+      if (parent_key_col(t, t->cols[j].name)) {
+        keys++;
+        if (h.may_update(h.ctx, t->name, t->cols[j].name))
+          fail_msg("UPDATE of %s.%s, a key component, admitted", t->name, t->cols[j].name);
+      }
+  }
+  assert_true(keys >= 20);
+  catalog_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_table_has_a_home),
@@ -205,6 +274,7 @@ int main(void) {
       cmocka_unit_test(test_bad_text_and_required_null),
       cmocka_unit_test(test_ddl_parse_and_inline_names),
       cmocka_unit_test(test_inline_row_versions_have_distinct_keys),
+      cmocka_unit_test(test_updates_never_assign_a_stored_key),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
