@@ -33,6 +33,10 @@ typedef struct pend {
   pend_op op;
   ProtobufCMessage *msg; /* owned; NULL for OP_DEL */
   bool dead;             /* dropped later in the commit */
+  /* An INSERT's put (add_insert): finish checks that its key is new. Not
+   * when it follows a removal of the same key in this commit. */
+  bool inserted, after_removal;
+  const char *table; /* the DuckLake table it came from, for the error */
 } pend;
 
 typedef struct inline_layout {
@@ -40,6 +44,10 @@ typedef struct inline_layout {
   cat_ddl_col *cols;
   size_t ncols;
 } inline_layout;
+
+typedef struct inline_ref {
+  int64_t table_id, schema_version;
+} inline_ref;
 
 typedef struct txn {
   catalog *c;
@@ -59,6 +67,11 @@ typedef struct txn {
   uint64_t *targets; /* data files targeted by delete files / inline deletes */
   size_t ntargets, targetcap;
   bool untargeted;
+  /* inlined data tables (table_id, schema_version) this commit drops, and
+   * whose ducklake_inlined_data_tables row it deletes: the two go together
+   * (the store keeps one record for both) */
+  inline_ref *dropped, *unlisted;
+  size_t ndropped, nunlisted;
   const char *sqlstate; /* set by a failure that is the client's, not ours */
   mr_error *err;
 } txn;
@@ -140,8 +153,122 @@ static mr_status add(txn *t, const mr_key *k, pend_op op, ProtobufCMessage *msg)
     mr_value_free(msg);
     return MR_ERR_NOMEM;
   }
-  t->p[t->n] = (pend){*k, op, msg, false};
+  t->p[t->n] = (pend){.k = *k, .op = op, .msg = msg};
   t->idx[idx_probe(t, k, op)] = ++t->n;
+  return MR_OK;
+}
+
+/* A second row for a stored key: the engine would keep both rows, the
+ * store one, so the commit is refused as a unique violation. */
+static mr_status duplicate_key(txn *t, const char *table, const mr_key *k) {
+  const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
+  char ids[160] = "";
+  size_t n = 0;
+  for (unsigned i = 0; ki && i < ki->ncomp && n < sizeof ids; i++)
+    n += (size_t)snprintf(ids + n, sizeof ids - n, "%s%s %lld", i ? ", " : "", ki->comp[i],
+                          (long long)k->c[i]);
+  t->sqlstate = SQLSTATE_UNIQUE_VIOLATION;
+  return mr_fail(t->err, MR_ERR_INVALID,
+                 "duplicate key: %s already has a row with %s; moraine's store keeps one row per "
+                 "key",
+                 table, ids);
+}
+
+/* An INSERT's put of k (msg ownership moves in). A put of k earlier in
+ * this commit makes it a duplicate at once; one in the store is checked at
+ * finish, once every removal of the commit is known. */
+static mr_status add_insert(txn *t, const mr_key *k, const char *table, ProtobufCMessage *msg) {
+  pend *old = find(t, k, OP_PUT);
+  if (old && old->op == OP_PUT) {
+    mr_value_free(msg);
+    return duplicate_key(t, table, k);
+  }
+  bool after_removal = old && (old->op == OP_DEL || old->op == OP_FORGET);
+  mr_status rc = add(t, k, OP_PUT, msg);
+  if (rc == MR_OK) {
+    pend *p = &t->p[t->n - 1];
+    p->inserted = true;
+    p->after_removal = after_removal;
+    p->table = table;
+  }
+  return rc;
+}
+
+/* Every INSERT's key is new to the store, unless this commit removes or
+ * ends what the store holds there. */
+static mr_status check_inserted_keys(txn *t) {
+  for (size_t i = 0; i < t->n; i++) {
+    pend *p = &t->p[i];
+    if (p->dead || p->op != OP_PUT || !p->inserted || p->after_removal)
+      continue;
+    if (versioned(p->k.kind) && find(t, &p->k, OP_END) != NULL)
+      continue; /* the stored version ends in this commit: this one follows it */
+    ProtobufCMessage *m = NULL;
+    mr_status rc = store_get(t->c->st, &p->k, &m, t->err);
+    if (rc == MR_ERR_NOT_FOUND) {
+      mr_error_clear(t->err);
+      continue;
+    }
+    if (rc)
+      return rc;
+    mr_value_free(m);
+    return duplicate_key(t, p->table, &p->k);
+  }
+  return MR_OK;
+}
+
+static mr_status note_inline(txn *t, inline_ref **arr, size_t *n, int64_t tid, int64_t ver) {
+  inline_ref *na = realloc(*arr, (*n + 1) * sizeof *na);
+  if (na == NULL)
+    return mr_fail(t->err, MR_ERR_NOMEM, "catalog: out of memory");
+  na[(*n)++] = (inline_ref){tid, ver};
+  *arr = na;
+  return MR_OK;
+}
+
+static bool has_inline(const inline_ref *arr, size_t n, int64_t tid, int64_t ver) {
+  for (size_t i = 0; i < n; i++)
+    if (arr[i].table_id == tid && arr[i].schema_version == ver)
+      return true;
+  return false;
+}
+
+/*
+ * An inlined data table and its ducklake_inlined_data_tables row go
+ * together, as DuckLake drops them (DELETE the row, DROP the table): the
+ * store keeps one record for both, so one without the other would be
+ * served one way and loaded back another (rows without their table).
+ */
+static mr_status check_inline_drops(txn *t) {
+  for (size_t i = 0; i < t->nunlisted; i++)
+    if (!has_inline(t->dropped, t->ndropped, t->unlisted[i].table_id,
+                    t->unlisted[i].schema_version)) {
+      t->sqlstate = SQLSTATE_FEATURE_NOT_SUPPORTED;
+      return mr_fail(t->err, MR_ERR_INVALID,
+                     "ducklake_inlined_data_tables: the row of ducklake_inlined_data_%lld_%lld "
+                     "may only be deleted together with DROP TABLE of that table",
+                     (long long)t->unlisted[i].table_id, (long long)t->unlisted[i].schema_version);
+    }
+  for (size_t i = 0; i < t->ndropped; i++) {
+    const inline_ref *d = &t->dropped[i];
+    if (has_inline(t->unlisted, t->nunlisted, d->table_id, d->schema_version))
+      continue;
+    mr_key k = {.kind = MR_KK_INLINE_TABLE, .c = {(uint64_t)d->table_id, (uint64_t)d->schema_version}};
+    ProtobufCMessage *m = NULL;
+    mr_status rc = store_get(t->c->st, &k, &m, t->err);
+    if (rc == MR_ERR_NOT_FOUND) { /* never listed: nothing to keep apart */
+      mr_error_clear(t->err);
+      continue;
+    }
+    if (rc)
+      return rc;
+    mr_value_free(m);
+    t->sqlstate = SQLSTATE_FEATURE_NOT_SUPPORTED;
+    return mr_fail(t->err, MR_ERR_INVALID,
+                   "DROP TABLE ducklake_inlined_data_%lld_%lld needs its "
+                   "ducklake_inlined_data_tables row deleted in the same transaction",
+                   (long long)d->table_id, (long long)d->schema_version);
+  }
   return MR_OK;
 }
 
@@ -275,7 +402,7 @@ static mr_status do_entity(txn *t, const catalog_table *tb, const sql_change_bat
     return mr_fail(t->err, MR_ERR_INVALID, "catalog: %s row without its key columns", tb->name);
   }
   if (b->op == SQL_CHANGE_INSERT)
-    return add(t, &k, OP_PUT, r);
+    return add_insert(t, &k, tb->name, r);
   int64_t begin = 0, end = 0, pbegin = -1;
   cat_msg_i64(r, "begin_snapshot", &begin);
   bool ended = cat_msg_i64(r, "end_snapshot", &end);
@@ -456,6 +583,16 @@ static mr_status do_child(txn *t, const catalog_table *tb, const sql_change_batc
   if (replace) {
     for (size_t i = 0; i < n; i++) {
       if (cat_msg_same(arr[i], child, skip)) {
+        if (tb->role == CAT_OPTION && b->op == SQL_CHANGE_INSERT) {
+          /* the engine would hold both rows, the store one */
+          const sql_value *key = cell(b, row, "key");
+          mr_value_free(child);
+          t->sqlstate = SQLSTATE_UNIQUE_VIOLATION;
+          return mr_fail(t->err, MR_ERR_INVALID,
+                         "duplicate key: ducklake_metadata already has option '%s' in this "
+                         "scope; update its value instead",
+                         key && !key->is_null ? key->data : "");
+        }
         cat_msg_remove(parent, tb->field, i);
         break;
       }
@@ -480,11 +617,20 @@ static mr_status do_record(txn *t, const catalog_table *tb, const sql_change_bat
   }
   if (b->op == SQL_CHANGE_DELETE) {
     mr_value_free(r);
+    if (tb->role == CAT_INLINE_TABLES) {
+      rc = note_inline(t, &t->unlisted, &t->nunlisted, (int64_t)k.c[0], (int64_t)k.c[1]);
+      if (rc)
+        return rc;
+    }
     return add(t, &k, OP_DEL, NULL);
   }
   pend *p = find(t, &k, OP_PUT);
+  if (b->op == SQL_CHANGE_INSERT && !(p && p->op == OP_PUT))
+    return add_insert(t, &k, tb->name, r);
   if (p && p->op == OP_PUT) { /* keep embedded children gathered so far */
     mr_value_free(r);
+    if (b->op == SQL_CHANGE_INSERT && p->inserted)
+      return duplicate_key(t, tb->name, &k);
     return fill(t, tb, b, row, p->msg);
   }
   return add(t, &k, OP_PUT, r);
@@ -571,6 +717,8 @@ static mr_status do_inline_row(txn *t, const sql_change_batch *b, size_t row, in
   }
   if (b->op == SQL_CHANGE_UPDATE && m->has_end_snapshot)
     t->untargeted = true; /* an inlined row deleted: no data file names it */
+  if (b->op == SQL_CHANGE_INSERT)
+    return add_insert(t, &k, b->table, &m->base);
   return add(t, &k, OP_PUT, &m->base);
 }
 
@@ -596,6 +744,8 @@ static mr_status do_inline_delete(txn *t, const sql_change_batch *b, size_t row,
     mr_value_free(&m->base);
     return rc;
   }
+  if (b->op == SQL_CHANGE_INSERT)
+    return add_insert(t, &k, b->table, &m->base);
   return add(t, &k, OP_PUT, &m->base);
 }
 
@@ -658,6 +808,8 @@ static mr_status do_ddl(txn *t, const sql_change_batch *b) {
       d.tid = (uint64_t)tid;
       d.ver = (uint64_t)ver;
       d.by_ver = data;
+      if (!rc && data)
+        rc = note_inline(t, &t->dropped, &t->ndropped, tid, ver);
       if (!rc)
         rc = store_load_subspace(t->c->st, MR_SS_INLINE, drop_visit, &d, t->err);
       /* rows of this table put earlier in the same commit go too */
@@ -727,6 +879,11 @@ static bool child_batch(const sql_change_batch *b) {
 /* ---- finishing ------------------------------------------------------------------ */
 
 static mr_status finish(txn *t) {
+  mr_status krc = check_inserted_keys(t);
+  if (krc == MR_OK)
+    krc = check_inline_drops(t);
+  if (krc)
+    return krc;
   for (size_t i = 0; i < t->n; i++) {
     pend *p = &t->p[i];
     if (p->dead)
@@ -844,6 +1001,8 @@ static void txn_free(txn *t) {
   }
   free(t->lay);
   free(t->targets);
+  free(t->dropped);
+  free(t->unlisted);
   free(t->seen);
   free(t->idx);
 }

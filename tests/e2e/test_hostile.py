@@ -241,3 +241,77 @@ def test_changes_the_store_could_not_keep_are_refused(victim):
         assert ducklake_roundtrip(again, data, 2) == [(1,), (2,)]
     finally:
         assert again.stop() == 0
+
+
+STORE_KEPT = {
+    "tables": "SELECT table_id, table_name, begin_snapshot FROM ducklake_table ORDER BY 1, 3",
+    "stats": "SELECT table_id, record_count FROM ducklake_table_stats ORDER BY 1",
+    "options": "SELECT key, value, scope, scope_id FROM ducklake_metadata ORDER BY 1, 2",
+    "versions": "SELECT table_id, begin_snapshot, schema_version FROM ducklake_schema_versions "
+                "ORDER BY 1, 2",
+    "inlined": "SELECT row_id, begin_snapshot, id FROM ducklake_inlined_data_1_1 ORDER BY 1, 2",
+    "listed": "SELECT table_id, schema_version, table_name FROM ducklake_inlined_data_tables "
+              "ORDER BY 1, 2",
+}
+
+
+@pytest.mark.parametrize("sql, state", [
+    # a second row for a key the store keeps once: the engine would serve two
+    ("INSERT INTO ducklake_table_stats VALUES (1, 5, 5, 5)", "23505"),
+    ("INSERT INTO ducklake_table SELECT * FROM ducklake_table", "23505"),
+    ("INSERT INTO ducklake_schema_versions SELECT * FROM ducklake_schema_versions", "23505"),
+    ("INSERT INTO ducklake_inlined_data_1_1 SELECT * FROM ducklake_inlined_data_1_1", "23505"),
+    ("INSERT INTO ducklake_metadata VALUES ('created_by', 'x', NULL, NULL)", "23505"),
+    # an inlined table and its directory row go together
+    ("DELETE FROM ducklake_inlined_data_tables", "0A000"),
+    ("DROP TABLE ducklake_inlined_data_1_1", "0A000"),
+])
+def test_rows_the_store_keeps_once_stay_one(tmp_path, sql, state):
+    """What the store keeps as one record may not become two rows (or none)
+    in the engine: the commit is refused, and the catalog a reader sees is
+    the same before and after a restart."""
+    store = tmp_path / "store"
+    server = Server("--store", f"file://{store}")
+    try:
+        duck = connect()
+        duck.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake (DATA_PATH '{tmp_path}/d/')")
+        duck.execute("CREATE TABLE lake.t (id BIGINT)")
+        duck.execute("INSERT INTO lake.t VALUES (1)")  # inlined: ducklake_inlined_data_1_1
+        duck.close()
+        with psycopg.connect(server.dsn(), autocommit=True) as conn:
+            assert run_attack(conn, sql)[0] == state
+            before = {k: conn.execute(q).fetchall() for k, q in STORE_KEPT.items()}
+    finally:
+        assert server.stop() == 0
+    again = Server("--store", f"file://{store}")
+    try:
+        with psycopg.connect(again.dsn(), autocommit=True) as conn:
+            assert {k: conn.execute(q).fetchall() for k, q in STORE_KEPT.items()} == before
+    finally:
+        assert again.stop() == 0
+
+
+def test_ducklake_drops_an_inlined_table_with_its_directory_row(tmp_path):
+    """DuckLake's own shape (DELETE the directory row, DROP the table, one
+    transaction) still commits, and the table stays gone after a restart."""
+    store = tmp_path / "store"
+    server = Server("--store", f"file://{store}")
+    try:
+        duck = connect()
+        duck.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake (DATA_PATH '{tmp_path}/d/')")
+        duck.execute("CREATE TABLE lake.t (id BIGINT)")
+        duck.close()
+        with psycopg.connect(server.dsn()) as conn:
+            conn.execute("DELETE FROM ducklake_inlined_data_tables WHERE table_id = 1")
+            conn.execute("DROP TABLE ducklake_inlined_data_1_1")
+            conn.commit()
+    finally:
+        assert server.stop() == 0
+    again = Server("--store", f"file://{store}")
+    try:
+        with psycopg.connect(again.dsn(), autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM ducklake_inlined_data_tables").fetchone() == (0,)
+            assert conn.execute("SELECT count(*) FROM pg_class WHERE relname = "
+                                "'ducklake_inlined_data_1_1'").fetchone() == (0,)
+    finally:
+        assert again.stop() == 0
