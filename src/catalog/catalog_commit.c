@@ -253,7 +253,8 @@ static mr_status check_inline_drops(txn *t) {
     const inline_ref *d = &t->dropped[i];
     if (has_inline(t->unlisted, t->nunlisted, d->table_id, d->schema_version))
       continue;
-    mr_key k = {.kind = MR_KK_INLINE_TABLE, .c = {(uint64_t)d->table_id, (uint64_t)d->schema_version}};
+    mr_key k = {.kind = MR_KK_INLINE_TABLE,
+                .c = {(uint64_t)d->table_id, (uint64_t)d->schema_version}};
     ProtobufCMessage *m = NULL;
     mr_status rc = store_get(t->c->st, &k, &m, t->err);
     if (rc == MR_ERR_NOT_FOUND) { /* never listed: nothing to keep apart */
