@@ -233,22 +233,61 @@ static bool has_inline(const inline_ref *arr, size_t n, int64_t tid, int64_t ver
   return false;
 }
 
+/* Does inlined data table (tid, ver) hold a row after this commit? */
+typedef struct rows_left_ctx {
+  txn *t;
+  uint64_t tid, ver;
+  bool any;
+} rows_left_ctx;
+
+static mr_status row_left(void *ctx, const mr_key *k, const ProtobufCMessage *v, mr_error *err) {
+  rows_left_ctx *r = ctx;
+  if (r->any || k->kind != MR_KK_INLINE_ROW || k->c[0] != r->tid || k->c[1] != r->ver)
+    return MR_OK;
+  pend *p = find(r->t, k, OP_PUT);
+  r->any = !(p && (p->op == OP_DEL || p->op == OP_FORGET)); /* unless removed now */
+  return MR_OK;
+}
+
+static mr_status inline_rows_left(txn *t, const inline_ref *d, bool *any) {
+  rows_left_ctx r = {t, (uint64_t)d->table_id, (uint64_t)d->schema_version, false};
+  for (size_t i = 0; !r.any && i < t->n; i++) {
+    const pend *p = &t->p[i];
+    r.any = !p->dead && p->op == OP_PUT && p->k.kind == MR_KK_INLINE_ROW && p->k.c[0] == r.tid &&
+            p->k.c[1] == r.ver;
+  }
+  mr_status rc = r.any ? MR_OK : store_load_subspace(t->c->st, MR_SS_INLINE, row_left, &r, t->err);
+  *any = r.any;
+  return rc;
+}
+
 /*
- * An inlined data table and its ducklake_inlined_data_tables row go
- * together, as DuckLake drops them (DELETE the row, DROP the table): the
- * store keeps one record for both, so one without the other would be
- * served one way and loaded back another (rows without their table).
+ * The store keeps one record for an inlined data table and its
+ * ducklake_inlined_data_tables row, so the two must not part in a way a
+ * restart would show. DuckLake deletes the row of a table once it is
+ * empty, with a DROP TABLE IF EXISTS that the postgres extension may not
+ * even send: a deleted row is refused only while its table still holds
+ * rows (the store would keep rows without their table). A DROP of a
+ * listed table needs its row deleted in the same commit (the engine would
+ * keep listing a table the store forgot).
  */
 static mr_status check_inline_drops(txn *t) {
-  for (size_t i = 0; i < t->nunlisted; i++)
-    if (!has_inline(t->dropped, t->ndropped, t->unlisted[i].table_id,
-                    t->unlisted[i].schema_version)) {
+  for (size_t i = 0; i < t->nunlisted; i++) {
+    const inline_ref *u = &t->unlisted[i];
+    if (has_inline(t->dropped, t->ndropped, u->table_id, u->schema_version))
+      continue; /* the DROP removes its rows */
+    bool any;
+    mr_status rc = inline_rows_left(t, u, &any);
+    if (rc)
+      return rc;
+    if (any) {
       t->sqlstate = SQLSTATE_FEATURE_NOT_SUPPORTED;
       return mr_fail(t->err, MR_ERR_INVALID,
                      "ducklake_inlined_data_tables: the row of ducklake_inlined_data_%lld_%lld "
-                     "may only be deleted together with DROP TABLE of that table",
-                     (long long)t->unlisted[i].table_id, (long long)t->unlisted[i].schema_version);
+                     "may only be deleted once that table is empty or dropped",
+                     (long long)u->table_id, (long long)u->schema_version);
     }
+  }
   for (size_t i = 0; i < t->ndropped; i++) {
     const inline_ref *d = &t->dropped[i];
     if (has_inline(t->unlisted, t->nunlisted, d->table_id, d->schema_version))
