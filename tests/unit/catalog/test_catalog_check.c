@@ -1,10 +1,14 @@
 /*
- * test_catalog_check.c — the commit path's load-back guarantee
- * (catalog_check.c): captured inlined values of types that are not
- * text-safe are cast as the load casts them; one that does not cast refuses
- * the whole commit with 22P02 naming table, column and type, before the
- * store is written. Commits touching only text-safe columns never reach the
- * engine (checked with a catalog that has none).
+ * test_catalog_check.c — what the commit path refuses before the store is
+ * written.
+ * - The load-back guarantee (catalog_check.c): captured inlined values of
+ *   types that are not text-safe are cast as the load casts them; one that
+ *   does not cast refuses the whole commit with 22P02 naming table, column
+ *   and type. Commits touching only text-safe columns never reach the
+ *   engine (checked with a catalog that has none).
+ * - One row per stored key (catalog_commit.c): an INSERT of a key the
+ *   store holds, or that the commit inserted already, refuses the commit
+ *   with 23505, unless the commit removes the stored row first.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -161,11 +165,63 @@ static void test_deletes_and_text_safe_columns_never_reach_the_engine(void **sta
   catalog_free(none);
 }
 
+static const char *const STATS_COLS[] = {"table_id", "record_count", "next_row_id",
+                                         "file_size_bytes"};
+static const char *const STATS_TYPES[] = {"BIGINT", "BIGINT", "BIGINT", "BIGINT"};
+
+/* A ducklake_table_stats batch of one row (id, n, n, n). */
+static sql_change_batch stats_row(sql_change_op op, sql_value *cells, const char *id,
+                                  const char *n) {
+  cells[0] = SQL_VALUE_TEXT(id, strlen(id));
+  for (int i = 1; i < 4; i++)
+    cells[i] = SQL_VALUE_TEXT(n, strlen(n));
+  return (sql_change_batch){op, NULL, "public", "ducklake_table_stats", 4, STATS_COLS, STATS_TYPES,
+                            1, cells};
+}
+
+static mr_status commit(catalog *c, size_t n, const sql_change_batch *b, sql_error *err) {
+  sql_changes ch = {.nbatches = n, .batches = b};
+  memset(err, 0, sizeof *err);
+  return catalog_prepare(c, &ch, err);
+}
+
+static void test_a_stored_key_takes_one_row(void **state) {
+  fixture *f = *state;
+  sql_error err;
+  sql_value a[4], b[4];
+  sql_change_batch first = stats_row(SQL_CHANGE_INSERT, a, "7", "1");
+  assert_int_equal(commit(f->c, 1, &first, &err), MR_OK);
+  /* the same key again: the engine would hold two rows, the store one */
+  store_head before = store_get_head(f->st);
+  sql_change_batch again = stats_row(SQL_CHANGE_INSERT, b, "7", "2");
+  assert_int_not_equal(commit(f->c, 1, &again, &err), MR_OK);
+  assert_string_equal(err.sqlstate, "23505");
+  assert_non_null(strstr(err.base.msg, "ducklake_table_stats"));
+  assert_non_null(strstr(err.base.msg, "table_id 7"));
+  store_head after = store_get_head(f->st);
+  assert_memory_equal(&before, &after, sizeof before);
+  /* twice in one commit, for a new key */
+  sql_value c1[4], c2[4];
+  sql_change_batch twice[] = {stats_row(SQL_CHANGE_INSERT, c1, "8", "1"),
+                              stats_row(SQL_CHANGE_INSERT, c2, "8", "2")};
+  assert_int_not_equal(commit(f->c, 2, twice, &err), MR_OK);
+  assert_string_equal(err.sqlstate, "23505");
+  /* removed and inserted again in one commit: one row still */
+  sql_value d1[4], d2[4];
+  sql_change_batch replace[] = {stats_row(SQL_CHANGE_DELETE, d1, "7", "1"),
+                                stats_row(SQL_CHANGE_INSERT, d2, "7", "3")};
+  assert_int_equal(commit(f->c, 2, replace, &err), MR_OK);
+  /* an UPDATE of the stored row is no INSERT */
+  sql_change_batch upd = stats_row(SQL_CHANGE_UPDATE, a, "7", "4");
+  assert_int_equal(commit(f->c, 1, &upd, &err), MR_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_values_that_load_pass),
       cmocka_unit_test(test_a_value_that_would_not_load_refuses_the_commit),
       cmocka_unit_test(test_deletes_and_text_safe_columns_never_reach_the_engine),
+      cmocka_unit_test(test_a_stored_key_takes_one_row),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
