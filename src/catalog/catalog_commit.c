@@ -669,7 +669,7 @@ static mr_status do_record(txn *t, const catalog_table *tb, const sql_change_bat
     return add_insert(t, &k, tb->name, r);
   if (p && p->op == OP_PUT) { /* keep embedded children gathered so far */
     mr_value_free(r);
-    if (b->op == SQL_CHANGE_INSERT && p->inserted)
+    if (b->op == SQL_CHANGE_INSERT) /* inserted or updated already: it exists */
       return duplicate_key(t, tb->name, &k);
     return fill(t, tb, b, row, p->msg);
   }

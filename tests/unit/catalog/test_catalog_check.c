@@ -211,9 +211,13 @@ static void test_a_stored_key_takes_one_row(void **state) {
   sql_change_batch replace[] = {stats_row(SQL_CHANGE_DELETE, d1, "7", "1"),
                                 stats_row(SQL_CHANGE_INSERT, d2, "7", "3")};
   assert_int_equal(commit(f->c, 2, replace, &err), MR_OK);
-  /* an UPDATE of the stored row is no INSERT */
+  /* an UPDATE of the stored row is no INSERT; an INSERT after it is */
   sql_change_batch upd = stats_row(SQL_CHANGE_UPDATE, a, "7", "4");
   assert_int_equal(commit(f->c, 1, &upd, &err), MR_OK);
+  sql_change_batch upd_ins[] = {stats_row(SQL_CHANGE_UPDATE, c1, "7", "5"),
+                                stats_row(SQL_CHANGE_INSERT, c2, "7", "6")};
+  assert_int_not_equal(commit(f->c, 2, upd_ins, &err), MR_OK);
+  assert_string_equal(err.sqlstate, "23505");
 }
 
 int main(void) {
