@@ -233,7 +233,8 @@ static mr_status plan_set_cols(planner *p, const PgQuery__UpdateStmt *u, sql_pla
     const char *name = t->node_case == PG_QUERY__NODE__NODE_RES_TARGET ? t->res_target->name : NULL;
     if (name == NULL || name[0] == '\0')
       return refuse(p, "an UPDATE assignment without a column name");
-    if ((pl->dml.set_cols[pl->dml.nset_cols++] = sql_strdup(name)) == NULL)
+    /* lower case: DuckDB resolves column names without regard to case */
+    if ((pl->dml.set_cols[pl->dml.nset_cols++] = lower_dup(name)) == NULL)
       return nomem(p->err);
   }
   return MR_OK;

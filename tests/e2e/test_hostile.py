@@ -223,6 +223,7 @@ def test_changes_the_store_could_not_keep_are_refused(victim):
         for sql in ["UPDATE ducklake_table SET table_name = 'renamed' WHERE table_name = 't' "
                     "RETURNING table_name",
                     "UPDATE ducklake_table SET table_id = 99 WHERE table_name = 't'",
+                    'UPDATE ducklake_table SET "TABLE_ID" = 98',  # DuckDB ignores the case
                     "UPDATE ducklake_table_stats SET table_id = 77"]:
             assert run_attack(conn, sql)[0] == "0A000", sql
         with conn.cursor() as cur:  # a parameter: the extended protocol
