@@ -256,6 +256,24 @@ STORE_KEPT = {
 }
 
 
+def lake_with_table_t(tmp_path, inlined_rows):
+    """A server on a fresh store whose DuckLake catalog holds table t
+    (table 1), with inlined_rows rows in ducklake_inlined_data_1_1."""
+    store = tmp_path / "store"
+    server = Server("--store", f"file://{store}")
+    try:
+        duck = connect()
+        duck.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake (DATA_PATH '{tmp_path}/d/')")
+        duck.execute("CREATE TABLE lake.t (id BIGINT)")
+        for i in range(inlined_rows):
+            duck.execute(f"INSERT INTO lake.t VALUES ({i + 1})")
+        duck.close()
+    except Exception:
+        server.stop()
+        raise
+    return store, server
+
+
 @pytest.mark.parametrize("sql, state", [
     # a second row for a key the store keeps once: the engine would serve two
     ("INSERT INTO ducklake_table_stats VALUES (1, 5, 5, 5)", "23505"),
@@ -271,14 +289,8 @@ def test_rows_the_store_keeps_once_stay_one(tmp_path, sql, state):
     """What the store keeps as one record may not become two rows (or none)
     in the engine: the commit is refused, and the catalog a reader sees is
     the same before and after a restart."""
-    store = tmp_path / "store"
-    server = Server("--store", f"file://{store}")
+    store, server = lake_with_table_t(tmp_path, inlined_rows=1)
     try:
-        duck = connect()
-        duck.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake (DATA_PATH '{tmp_path}/d/')")
-        duck.execute("CREATE TABLE lake.t (id BIGINT)")
-        duck.execute("INSERT INTO lake.t VALUES (1)")  # inlined: ducklake_inlined_data_1_1
-        duck.close()
         with psycopg.connect(server.dsn(), autocommit=True) as conn:
             assert run_attack(conn, sql)[0] == state
             before = {k: conn.execute(q).fetchall() for k, q in STORE_KEPT.items()}
@@ -295,13 +307,8 @@ def test_rows_the_store_keeps_once_stay_one(tmp_path, sql, state):
 def test_ducklake_drops_an_inlined_table_with_its_directory_row(tmp_path):
     """DuckLake's own shape (DELETE the directory row, DROP the table, one
     transaction) still commits, and the table stays gone after a restart."""
-    store = tmp_path / "store"
-    server = Server("--store", f"file://{store}")
+    store, server = lake_with_table_t(tmp_path, inlined_rows=0)
     try:
-        duck = connect()
-        duck.execute(f"ATTACH 'ducklake:postgres:{server.dsn()}' AS lake (DATA_PATH '{tmp_path}/d/')")
-        duck.execute("CREATE TABLE lake.t (id BIGINT)")
-        duck.close()
         with psycopg.connect(server.dsn()) as conn:
             conn.execute("DELETE FROM ducklake_inlined_data_tables WHERE table_id = 1")
             conn.execute("DROP TABLE ducklake_inlined_data_1_1")
