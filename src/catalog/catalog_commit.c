@@ -158,15 +158,34 @@ static mr_status add(txn *t, const mr_key *k, pend_op op, ProtobufCMessage *msg)
   return MR_OK;
 }
 
+/* k's components as "table_id 3, column_id 7", for an error message. */
+static void key_ids(const mr_key *k, char *out, size_t cap) {
+  const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
+  size_t n = 0;
+  out[0] = '\0';
+  for (unsigned i = 0; ki && i < ki->ncomp && n < cap; i++)
+    n += (size_t)snprintf(out + n, cap - n, "%s%s %lld", i ? ", " : "", ki->comp[i],
+                          (long long)k->c[i]);
+}
+
+/* Does the store hold k (before this commit)? */
+static mr_status stored(txn *t, const mr_key *k, bool *found) {
+  ProtobufCMessage *m = NULL;
+  mr_status rc = store_get(t->c->st, k, &m, t->err);
+  *found = rc == MR_OK;
+  if (rc == MR_ERR_NOT_FOUND) {
+    mr_error_clear(t->err);
+    rc = MR_OK;
+  }
+  mr_value_free(m);
+  return rc;
+}
+
 /* A second row for a stored key: the engine would keep both rows, the
  * store one, so the commit is refused as a unique violation. */
 static mr_status duplicate_key(txn *t, const char *table, const mr_key *k) {
-  const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
-  char ids[160] = "";
-  size_t n = 0;
-  for (unsigned i = 0; ki && i < ki->ncomp && n < sizeof ids; i++)
-    n += (size_t)snprintf(ids + n, sizeof ids - n, "%s%s %lld", i ? ", " : "", ki->comp[i],
-                          (long long)k->c[i]);
+  char ids[160];
+  key_ids(k, ids, sizeof ids);
   t->sqlstate = SQLSTATE_UNIQUE_VIOLATION;
   return mr_fail(t->err, MR_ERR_INVALID,
                  "duplicate key: %s already has a row with %s; moraine's store keeps one row per "
@@ -203,16 +222,10 @@ static mr_status check_inserted_keys(txn *t) {
       continue;
     if (versioned(p->k.kind) && find(t, &p->k, OP_END) != NULL)
       continue; /* the stored version ends in this commit: this one follows it */
-    ProtobufCMessage *m = NULL;
-    mr_status rc = store_get(t->c->st, &p->k, &m, t->err);
-    if (rc == MR_ERR_NOT_FOUND) {
-      mr_error_clear(t->err);
-      continue;
-    }
-    if (rc)
-      return rc;
-    mr_value_free(m);
-    return duplicate_key(t, p->table, &p->k);
+    bool found;
+    mr_status rc = stored(t, &p->k, &found);
+    if (rc || found)
+      return rc ? rc : duplicate_key(t, p->table, &p->k);
   }
   return MR_OK;
 }
@@ -294,15 +307,12 @@ static mr_status check_inline_drops(txn *t) {
       continue;
     mr_key k = {.kind = MR_KK_INLINE_TABLE,
                 .c = {(uint64_t)d->table_id, (uint64_t)d->schema_version}};
-    ProtobufCMessage *m = NULL;
-    mr_status rc = store_get(t->c->st, &k, &m, t->err);
-    if (rc == MR_ERR_NOT_FOUND) { /* never listed: nothing to keep apart */
-      mr_error_clear(t->err);
-      continue;
-    }
+    bool found;
+    mr_status rc = stored(t, &k, &found);
     if (rc)
       return rc;
-    mr_value_free(m);
+    if (!found) /* never listed: nothing to keep apart */
+      continue;
     t->sqlstate = SQLSTATE_FEATURE_NOT_SUPPORTED;
     return mr_fail(t->err, MR_ERR_INVALID,
                    "DROP TABLE ducklake_inlined_data_%lld_%lld needs its "
@@ -571,12 +581,8 @@ static mr_status option_key(txn *t, const sql_change_batch *b, size_t row, mr_ke
  * this commit: the store has nowhere to keep it, and dropping it silently
  * would lose what the client wrote. */
 static mr_status missing_parent(txn *t, const catalog_table *tb, const mr_key *k) {
-  const mr_key_kind_info *ki = mr_key_kind_get(k->kind);
-  char ids[160] = "";
-  size_t n = 0;
-  for (unsigned i = 0; i < ki->ncomp && n < sizeof ids; i++)
-    n += (size_t)snprintf(ids + n, sizeof ids - n, "%s%s %lld", i ? ", " : "", ki->comp[i],
-                          (long long)k->c[i]);
+  char ids[160];
+  key_ids(k, ids, sizeof ids);
   t->sqlstate = SQLSTATE_FOREIGN_KEY_VIOLATION;
   return mr_fail(t->err, MR_ERR_INVALID,
                  "%s row refers to %s (%s), which neither exists nor is created by this commit",
